@@ -1,0 +1,3 @@
+import RealtimeCore
+
+// The Pusher dialect is built in this target; see ../shared/protocols and the open issues.

@@ -1,0 +1,1 @@
+print("AutobahnTestee: not written yet")

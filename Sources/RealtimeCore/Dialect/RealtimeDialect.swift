@@ -1,0 +1,189 @@
+import Foundation
+
+/// A server dialect: Pusher/Bird, Socket.IO or Action Cable.
+///
+/// The dialect value is configuration. It builds the connection request and a fresh ``DialectMachine``,
+/// the pure state machine that turns frames and commands into ``DialectAction``s. The session engine owns
+/// every side effect: sockets, timers, the reconnect loop, buffering and delivery. A dialect never sleeps,
+/// spawns tasks or opens sockets; asynchronous steps (auth requests) are described as `.perform` actions.
+public protocol RealtimeDialect: Sendable {
+    associatedtype Machine: DialectMachine
+
+    /// A short name for logs ("socket.io", "pusher", "actioncable").
+    var name: String { get }
+
+    /// The reconnect policy the dialect recommends. `SessionOptions.reconnectPolicy` overrides it.
+    var reconnectPolicy: ReconnectPolicy { get }
+
+    /// Channels joined as soon as the session connects, before the app asks for any (Socket.IO's `/`).
+    var defaultChannels: [ChannelID] { get }
+
+    /// A fresh state machine for a new session.
+    func makeMachine() -> Machine
+
+    /// The request for connection attempt `attempt` (0 for the first). Re-run before every attempt so
+    /// credentials can be refreshed. Throwing fails the attempt; a `RealtimeError` whose code is
+    /// `.connectionRefused` or `.authorizationFailed` fails the session.
+    func connectionRequest(attempt: Int) async throws -> ConnectionRequest
+
+    /// The transport to use, given the session's WebSocket transport. Dialects that carry their own
+    /// framing over another medium (Engine.IO long-polling) wrap it; the default returns `base`.
+    func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport
+}
+
+extension RealtimeDialect {
+    public var defaultChannels: [ChannelID] { [] }
+    public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
+}
+
+/// Identifies an app request (`request`, or a dialect extension call) while it waits for its answer.
+public struct RequestID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+/// Identifies one piece of asynchronous work a machine asked the engine to run.
+public struct WorkID: Hashable, Sendable {
+    public var kind: String
+    public var channel: ChannelID?
+    public var serial: UInt64
+    public init(kind: String, channel: ChannelID? = nil, serial: UInt64 = 0) {
+        self.kind = kind
+        self.channel = channel
+        self.serial = serial
+    }
+}
+
+/// Names a dialect timer. Starting a timer with a key that is already running restarts it.
+public struct TimerKey: Hashable, Sendable {
+    public var kind: String
+    public var channel: ChannelID?
+    public var serial: UInt64
+    public init(kind: String, channel: ChannelID? = nil, serial: UInt64 = 0) {
+        self.kind = kind
+        self.channel = channel
+        self.serial = serial
+    }
+}
+
+/// A message the app sends on a channel.
+public struct OutgoingMessage: Sendable, Hashable {
+    public var channel: ChannelID
+    public var event: String
+    public var arguments: [JSONValue]
+    /// Drop rather than buffer when the channel cannot send right now.
+    public var volatile: Bool
+
+    public init(channel: ChannelID, event: String, arguments: [JSONValue], volatile: Bool = false) {
+        self.channel = channel
+        self.event = event
+        self.arguments = arguments
+        self.volatile = volatile
+    }
+}
+
+/// What the engine tells the machine.
+public enum DialectCommand: Sendable {
+    /// Join a channel. Sent after `connected` for every channel the app holds, again after every reconnect.
+    case subscribe(ChannelID)
+    /// Leave a channel the app released.
+    case unsubscribe(ChannelID)
+    /// Send an event on a subscribed channel; the engine only sends this once the channel is subscribed.
+    case send(OutgoingMessage)
+    /// Send an event and expect an answer, reported by `.resolveRequest(id, …)`.
+    case request(OutgoingMessage, RequestID)
+    /// The app stopped waiting for `RequestID` (timeout); forget it.
+    case cancelRequest(RequestID)
+    /// Answer an acknowledgement the server asked for.
+    case acknowledge(AckToken, [JSONValue])
+    /// A dialect-specific operation (Pusher `signin`, Action Cable `perform`), answered with
+    /// `.resolveRequest(id, …)`.
+    case custom(name: String, payload: JSONValue, RequestID)
+}
+
+/// How the app must be told that a connection ended and what the engine does next.
+public enum ConnectionEnd: Sendable, Hashable {
+    /// Do not reconnect; the session fails with this error.
+    case terminal(RealtimeError)
+    /// Reconnect at once (the policy's attempt count still grows).
+    case reconnectImmediately
+    /// Reconnect after the policy's delay, but never sooner than `minimum`.
+    case backoff(minimum: Duration)
+}
+
+/// How the engine decides that a silent link is dead.
+public enum LivenessRule: Sendable, Hashable {
+    /// The server pings on its own every `interval`; with nothing received for `interval + grace` the
+    /// link is dead (Engine.IO, Action Cable).
+    case serverPings(interval: Duration, grace: Duration)
+    /// After `idle` with nothing received, send `ping`; with nothing received `timeout` later the link
+    /// is dead (Pusher's activity timeout).
+    case clientPings(idle: Duration, timeout: Duration, ping: TransportFrame)
+    /// No liveness checking.
+    case none
+}
+
+/// An asynchronous step the engine runs for a machine, such as an auth request.
+public struct DialectWork: Sendable {
+    public var id: WorkID
+    public var run: @Sendable () async throws -> JSONValue
+    public init(id: WorkID, run: @escaping @Sendable () async throws -> JSONValue) {
+        self.id = id
+        self.run = run
+    }
+}
+
+/// What the machine asks the engine to do.
+public enum DialectAction: Sendable {
+    /// Write a frame.
+    case send(TransportFrame)
+    /// Hand an event to the app's handlers.
+    case deliver(RealtimeEvent)
+    /// The session is connected (handshake done); `id` is the server's id for it (socket id, sid).
+    case connected(id: String?)
+    /// A channel is subscribed; buffered sends for it are flushed. `recovered` is `true` when the
+    /// server restored missed messages, `false` when it could not, `nil` when the dialect cannot know.
+    case subscribed(ChannelID, recovered: Bool?)
+    /// The server or an authorizer refused a channel. The engine will not retry it on its own.
+    case subscriptionFailed(ChannelID, RealtimeError)
+    /// The server ended a subscribed channel (Socket.IO DISCONNECT). It is not re-joined on reconnect.
+    case channelEnded(ChannelID, RealtimeError)
+    /// A channel that was subscribed is pending again (for example its namespace re-joins).
+    case channelPending(ChannelID)
+    /// Answer for a `.request` or `.custom` command.
+    case resolveRequest(RequestID, Result<[JSONValue], RealtimeError>)
+    /// Sets how liveness is checked for the current connection.
+    case liveness(LivenessRule)
+    /// Starts (or restarts) a timer; `timerFired` follows unless it is cancelled.
+    case startTimer(TimerKey, after: Duration)
+    case cancelTimer(TimerKey)
+    /// Runs asynchronous work; `workFinished` follows unless the connection ended first.
+    case perform(DialectWork)
+    /// Closes the connection; the engine then asks `connectionEnded` how to go on.
+    case close(code: Int, reason: String)
+    /// Reports an error to the app's error observers without closing.
+    case reportError(RealtimeError)
+    /// Writes a log line (already free of secrets).
+    case log(LogLevel, String)
+}
+
+/// The pure state machine of a dialect for one session. A value type: no I/O, no clock, no tasks.
+///
+/// Every method appends actions to `actions`; the engine executes them in order.
+public protocol DialectMachine: Sendable {
+    /// A transport connection opened (WebSocket upgrade done). Not yet "connected": the dialect
+    /// says `.connected` when its own handshake completes.
+    mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction])
+    /// A frame arrived.
+    mutating func received(_ frame: TransportFrame, actions: inout [DialectAction])
+    /// The engine asks for something.
+    mutating func handle(_ command: DialectCommand, actions: inout [DialectAction])
+    /// A timer started with `.startTimer` fired.
+    mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction])
+    /// Work started with `.perform` finished, on the same connection.
+    mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
+                               actions: inout [DialectAction])
+    /// The connection ended. Reset per-connection state and classify what happens next.
+    mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd
+}

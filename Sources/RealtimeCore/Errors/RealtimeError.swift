@@ -1,0 +1,111 @@
+/// Every error the package reports: a stable `code`, a human message and the context that explains it.
+///
+/// Compare errors by `code` (`error.code == .handshakeRejected`); the message is for people and may change.
+public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable identifier for the kind of failure.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A feature the chosen dialect does not have (for example acks on Pusher).
+        public static let unsupported = Code(rawValue: "unsupported")
+        /// An argument the caller passed is not acceptable (reserved event name, bad URL).
+        public static let invalidArgument = Code(rawValue: "invalid-argument")
+        /// Name resolution, TCP connect, read or write failed.
+        public static let transportFailed = Code(rawValue: "transport-failed")
+        /// The connection attempt did not finish within its timeout.
+        public static let connectTimedOut = Code(rawValue: "connect-timed-out")
+        /// The server answered the WebSocket upgrade with something other than 101.
+        public static let handshakeRejected = Code(rawValue: "handshake-rejected")
+        /// The upgrade response was malformed (bad accept key, missing headers, wrong subprotocol).
+        public static let handshakeInvalid = Code(rawValue: "handshake-invalid")
+        /// TLS could not be established; `context.detail` says why (unknown CA, hostname, expired).
+        public static let tlsFailed = Code(rawValue: "tls-failed")
+        /// The peer broke the wire protocol (bad frame, bad packet).
+        public static let protocolViolation = Code(rawValue: "protocol-violation")
+        /// A text message was not valid UTF-8.
+        public static let invalidUTF8 = Code(rawValue: "invalid-utf8")
+        /// A frame, message or queue exceeded an explicit limit.
+        public static let limitExceeded = Code(rawValue: "limit-exceeded")
+        /// JSON text could not be parsed; `context.offset` gives the byte offset.
+        public static let invalidJSON = Code(rawValue: "invalid-json")
+        /// A payload could not be decoded into the requested type.
+        public static let decodingFailed = Code(rawValue: "decoding-failed")
+        /// The connection closed; `context.closeCode` holds the code when one was received.
+        public static let connectionClosed = Code(rawValue: "connection-closed")
+        /// The link went silent for longer than its liveness rule allows.
+        public static let livenessTimeout = Code(rawValue: "liveness-timeout")
+        /// The server refused the connection for good (bad app key, unauthorized).
+        public static let connectionRefused = Code(rawValue: "connection-refused")
+        /// A channel subscription was refused by the server or its authorizer.
+        public static let subscriptionRejected = Code(rawValue: "subscription-rejected")
+        /// An authorization step (auth endpoint, signin) failed.
+        public static let authorizationFailed = Code(rawValue: "authorization-failed")
+        /// A request or buffered send was not answered in time.
+        public static let timedOut = Code(rawValue: "timed-out")
+        /// The app disconnected the session, so pending work was abandoned.
+        public static let disconnected = Code(rawValue: "disconnected")
+        /// The session failed (reconnect attempts exhausted, terminal close), so pending work was abandoned.
+        public static let sessionFailed = Code(rawValue: "session-failed")
+        /// A bounded queue was full.
+        public static let bufferFull = Code(rawValue: "buffer-full")
+        /// The channel is not subscribed (failed, left, or ended by the server).
+        public static let channelUnavailable = Code(rawValue: "channel-unavailable")
+        /// The server sent an error message that did not end the connection.
+        public static let serverError = Code(rawValue: "server-error")
+        /// A message could not be decrypted.
+        public static let decryptionFailed = Code(rawValue: "decryption-failed")
+    }
+
+    /// Facts that explain an error. Every field is optional.
+    public struct Context: Sendable, Hashable {
+        /// WebSocket or dialect close code.
+        public var closeCode: Int?
+        /// HTTP status of a rejected upgrade or auth request.
+        public var httpStatus: Int?
+        /// The error payload the server sent, as JSON.
+        public var serverPayload: JSONValue?
+        /// The channel the error concerns.
+        public var channel: ChannelID?
+        /// Byte offset in the input where parsing failed.
+        public var offset: Int?
+        /// A short technical detail: errno text, OpenSSL reason, redirect location.
+        public var detail: String?
+
+        public init(closeCode: Int? = nil, httpStatus: Int? = nil, serverPayload: JSONValue? = nil,
+                    channel: ChannelID? = nil, offset: Int? = nil, detail: String? = nil) {
+            self.closeCode = closeCode
+            self.httpStatus = httpStatus
+            self.serverPayload = serverPayload
+            self.channel = channel
+            self.offset = offset
+            self.detail = detail
+        }
+    }
+
+    public var code: Code
+    public var message: String
+    public var context: Context
+
+    public init(_ code: Code, _ message: String, context: Context = Context()) {
+        self.code = code
+        self.message = message
+        self.context = context
+    }
+
+    public var description: String {
+        var parts = ["\(code): \(message)"]
+        if let closeCode = context.closeCode { parts.append("close code \(closeCode)") }
+        if let status = context.httpStatus { parts.append("HTTP \(status)") }
+        if let channel = context.channel { parts.append("channel \(channel)") }
+        if let offset = context.offset { parts.append("at byte \(offset)") }
+        if let detail = context.detail { parts.append(detail) }
+        return parts.joined(separator: "; ")
+    }
+
+    /// The dialect cannot do `feature`.
+    public static func unsupported(_ feature: String) -> RealtimeError {
+        RealtimeError(.unsupported, "\(feature) is not supported by this dialect")
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+/// One event received from the server, the same type for every dialect.
+///
+/// - Pusher/Bird: `name` is the event name, `data` the parsed `data` field (kept as `.string` when it
+///   is not JSON), `rawData` its text, `arguments == [data]`, `userID` set for client events on presence
+///   channels.
+/// - Socket.IO: `name` is the event name, `arguments` the values after it with binary attachments
+///   restored as `.binary`, `data` the first argument (or `.null`); `ack` is set when the server asked for
+///   an acknowledgement.
+/// - Action Cable: `name` is `"message"` (or the dialect's synthetic names), `data` the `message` value.
+public struct RealtimeEvent: Sendable {
+    /// The channel it arrived on; `nil` for connection-level events.
+    public var channel: ChannelID?
+    public var name: String
+    public var data: JSONValue
+    public var arguments: [JSONValue]
+    /// The text of the payload as it arrived, when the dialect had one.
+    public var rawData: String?
+    /// The sender's user id (Pusher presence client events).
+    public var userID: String?
+    /// Set by the dialect when the server expects an acknowledgement.
+    public var ackToken: AckToken?
+    /// Answers the server's acknowledgement request; `nil` when none was asked for.
+    public internal(set) var ack: AckResponder?
+
+    public init(channel: ChannelID?, name: String, data: JSONValue, arguments: [JSONValue]? = nil,
+                rawData: String? = nil, userID: String? = nil, ackToken: AckToken? = nil) {
+        self.channel = channel
+        self.name = name
+        self.data = data
+        self.arguments = arguments ?? [data]
+        self.rawData = rawData
+        self.userID = userID
+        self.ackToken = ackToken
+        self.ack = nil
+    }
+
+    /// Decodes `data` into `T` with `JSONDecoder`.
+    public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
+        try data.decode(type, decoder: decoder)
+    }
+}
+
+/// The dialect's handle on one acknowledgement the server asked for.
+public struct AckToken: Hashable, Sendable {
+    public var channel: ChannelID?
+    public var id: Int64
+    public init(channel: ChannelID?, id: Int64) {
+        self.channel = channel
+        self.id = id
+    }
+}
+
+/// Sends the acknowledgement for one received event. Calling it more than once sends nothing more.
+public struct AckResponder: Sendable {
+    public let token: AckToken
+    let reply: @Sendable (AckToken, [JSONValue]) -> Void
+
+    public init(token: AckToken, reply: @escaping @Sendable (AckToken, [JSONValue]) -> Void) {
+        self.token = token
+        self.reply = reply
+    }
+
+    /// Answers with `arguments`.
+    public func callAsFunction(_ arguments: JSONValue...) {
+        reply(token, arguments)
+    }
+
+    /// Answers with an argument list.
+    public func send(_ arguments: [JSONValue]) {
+        reply(token, arguments)
+    }
+}

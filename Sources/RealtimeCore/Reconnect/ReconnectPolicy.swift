@@ -1,0 +1,83 @@
+/// When to try again after a connection ends: exponential backoff with jitter, bounded attempts and time.
+///
+/// A value type with no clock and no randomness of its own: ``delay(forAttempt:minimum:using:)`` takes a
+/// random number generator, so tests can pin every draw.
+public struct ReconnectPolicy: Sendable, Hashable {
+    /// How a delay is drawn from the envelope `min(maximumDelay, initialDelay × multiplier^attempt)`.
+    public enum Jitter: Sendable, Hashable {
+        /// Exactly the envelope.
+        case none
+        /// Uniform in `[0, envelope]` (AWS "full jitter").
+        case full
+        /// Uniform in `[envelope × (1 − factor), envelope × (1 + factor)]`, then capped: the Socket.IO
+        /// JS client's `randomizationFactor`.
+        case proportional(Double)
+    }
+
+    public var initialDelay: Duration
+    public var multiplier: Double
+    public var maximumDelay: Duration
+    public var jitter: Jitter
+    /// Attempts allowed after a connection ends before the session fails; `nil` for no limit.
+    public var maximumAttempts: Int?
+    /// Time allowed from the first failed attempt before the session fails; `nil` for no limit.
+    public var maximumElapsed: Duration?
+    /// `false` disables reconnection: every unexpected end fails the session.
+    public var isEnabled: Bool
+
+    public init(initialDelay: Duration = .seconds(1), multiplier: Double = 2, maximumDelay: Duration = .seconds(30),
+                jitter: Jitter = .full, maximumAttempts: Int? = nil, maximumElapsed: Duration? = nil,
+                isEnabled: Bool = true) {
+        self.initialDelay = initialDelay
+        self.multiplier = multiplier
+        self.maximumDelay = maximumDelay
+        self.jitter = jitter
+        self.maximumAttempts = maximumAttempts
+        self.maximumElapsed = maximumElapsed
+        self.isEnabled = isEnabled
+    }
+
+    /// Never reconnect.
+    public static let never = ReconnectPolicy(isEnabled: false)
+
+    /// The upper bound of the delay before attempt `attempt` (0-based), before jitter.
+    public func envelope(forAttempt attempt: Int) -> Duration {
+        let cap = maximumDelay.seconds
+        let grown = initialDelay.seconds * pow(multiplier, Double(max(0, attempt)))
+        return .seconds(grown.isFinite ? min(cap, grown) : cap)
+    }
+
+    /// The delay before attempt `attempt` (0-based): jittered, never below `minimum`, never above
+    /// `max(minimum, maximumDelay)`.
+    public func delay(forAttempt attempt: Int, minimum: Duration = .zero,
+                      using generator: inout some RandomNumberGenerator) -> Duration {
+        let envelope = envelope(forAttempt: attempt).seconds
+        let drawn: Double
+        switch jitter {
+        case .none:
+            drawn = envelope
+        case .full:
+            drawn = Double.random(in: 0...1, using: &generator) * envelope
+        case .proportional(let factor):
+            let spread = envelope * min(max(factor, 0), 1)
+            drawn = min(maximumDelay.seconds, envelope + Double.random(in: -1...1, using: &generator) * spread)
+        }
+        return .seconds(max(minimum.seconds, max(0, drawn)))
+    }
+
+    /// Whether another attempt is allowed after `attempts` failed ones and `elapsed` since the first.
+    public func allowsAttempt(_ attempts: Int, elapsed: Duration) -> Bool {
+        guard isEnabled else { return false }
+        if let maximumAttempts, attempts >= maximumAttempts { return false }
+        if let maximumElapsed, elapsed > maximumElapsed { return false }
+        return true
+    }
+}
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif

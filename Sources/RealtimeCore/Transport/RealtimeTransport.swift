@@ -1,0 +1,118 @@
+import Foundation
+
+/// One message on the wire: a WebSocket text or binary message (or, for Engine.IO long-polling,
+/// one packet of a polling payload).
+public enum TransportFrame: Sendable, Hashable {
+    case text(String)
+    case binary(Data)
+}
+
+/// A header sent with the connection request.
+public struct HTTPHeader: Sendable, Hashable {
+    public var name: String
+    public var value: String
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// What a dialect asks the transport to open for one connection attempt.
+public struct ConnectionRequest: Sendable, Hashable {
+    /// `ws`, `wss`, `http` or `https` URL.
+    public var url: URL
+    public var headers: [HTTPHeader]
+    /// WebSocket subprotocols to offer, in preference order.
+    public var subprotocols: [String]
+    /// Sent as the `Origin` header when set.
+    public var origin: String?
+    /// How long DNS, TCP, TLS and the upgrade may take together.
+    public var connectTimeout: Duration
+    /// Permits `ws://` or `http://` to a host that is not loopback. Off by default: plain text on a
+    /// real network exposes every token and message.
+    public var allowsInsecureTransportToRemoteHosts: Bool
+
+    public init(url: URL, headers: [HTTPHeader] = [], subprotocols: [String] = [], origin: String? = nil,
+                connectTimeout: Duration = .seconds(20), allowsInsecureTransportToRemoteHosts: Bool = false) {
+        self.url = url
+        self.headers = headers
+        self.subprotocols = subprotocols
+        self.origin = origin
+        self.connectTimeout = connectTimeout
+        self.allowsInsecureTransportToRemoteHosts = allowsInsecureTransportToRemoteHosts
+    }
+}
+
+/// What the transport learned while opening.
+public struct TransportOpenInfo: Sendable, Hashable {
+    /// The subprotocol the server selected, if any.
+    public var subprotocol: String?
+    /// Response headers of the upgrade (names lower-cased).
+    public var headers: [HTTPHeader]
+    public init(subprotocol: String? = nil, headers: [HTTPHeader] = []) {
+        self.subprotocol = subprotocol
+        self.headers = headers
+    }
+}
+
+/// How a transport connection ended.
+public struct TransportClosure: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// The peer sent a close frame (WebSocket) with this code and reason.
+        case closedByPeer(code: Int?, reason: String)
+        /// This side asked for the close (a dialect `.close` action or the app's `disconnect()`).
+        case closedLocally(code: Int, reason: String)
+        /// Opening failed, or the connection broke; the error says how.
+        case failed(RealtimeError)
+        /// The liveness monitor declared the link dead.
+        case livenessTimeout
+    }
+
+    public var kind: Kind
+    /// `true` when the connection never reached `opened`.
+    public var duringOpen: Bool
+
+    public init(_ kind: Kind, duringOpen: Bool = false) {
+        self.kind = kind
+        self.duringOpen = duringOpen
+    }
+
+    /// The close code when one is known.
+    public var closeCode: Int? {
+        switch kind {
+        case .closedByPeer(let code, _): return code
+        case .closedLocally(let code, _): return code
+        case .failed(let error): return error.context.closeCode
+        case .livenessTimeout: return nil
+        }
+    }
+}
+
+/// Events a transport connection reports, in order, from one thread at a time.
+public enum TransportEvent: Sendable {
+    case opened(TransportOpenInfo)
+    /// Everything one read decoded, in wire order.
+    case received([TransportFrame])
+    /// The last event of a connection.
+    case closed(TransportClosure)
+}
+
+/// An open (or opening) connection. Every method is non-blocking and may be called from any thread.
+public protocol TransportConnection: AnyObject, Sendable {
+    /// Queues frames for writing, in order. Frames queued before `opened` are written after it.
+    func send(_ frames: [TransportFrame])
+    /// Starts the close handshake; `closed` follows.
+    func close(code: Int, reason: String)
+    /// Drops the connection at once; `closed` follows with `.closedLocally`.
+    func abort()
+    /// Stops (or resumes) reading, so a slow consumer pushes back on the peer through TCP.
+    func setReadingPaused(_ paused: Bool)
+}
+
+/// Opens connections for a session. The session owns the reconnect loop: a transport never retries.
+public protocol RealtimeTransport: Sendable {
+    /// Begins opening a connection. `handler` receives `opened`, then `received` batches, then exactly
+    /// one `closed`; never two calls at once (it may be called before `open` returns).
+    func open(_ request: ConnectionRequest,
+              handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection
+}

@@ -1,0 +1,6 @@
+// Filled in with the JSON parser work.
+enum JSONBenchmark {
+    static func run(arguments: [String]) async throws {
+        print("json: not written yet")
+    }
+}

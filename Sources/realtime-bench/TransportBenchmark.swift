@@ -1,0 +1,6 @@
+// Filled in with the transport work.
+enum TransportBenchmark {
+    static func run(arguments: [String]) async throws {
+        print("transport: not written yet")
+    }
+}

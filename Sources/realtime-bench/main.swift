@@ -1,0 +1,19 @@
+import Foundation
+
+// Each suite lives in its own file and prints ratios against a baseline measured in the same run.
+let arguments = Array(CommandLine.arguments.dropFirst())
+let suite = arguments.first ?? "all"
+let rest = Array(arguments.dropFirst())
+
+switch suite {
+case "json":
+    try await JSONBenchmark.run(arguments: rest)
+case "transport":
+    try await TransportBenchmark.run(arguments: rest)
+case "all":
+    try await JSONBenchmark.run(arguments: rest)
+    try await TransportBenchmark.run(arguments: rest)
+default:
+    FileHandle.standardError.write(Data("usage: realtime-bench [json|transport|all]\n".utf8))
+    exit(2)
+}

@@ -1,0 +1,1 @@
+print("realtime: the command-line tool is not written yet")
