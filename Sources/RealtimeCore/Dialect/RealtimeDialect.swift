@@ -29,11 +29,17 @@ public protocol RealtimeDialect: Sendable {
     /// The transport to use, given the session's WebSocket transport. Dialects that carry their own
     /// framing over another medium (Engine.IO long-polling) wrap it; the default returns `base`.
     func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport
+
+    /// Checks an outgoing message before it is queued, so the app gets a typed error at the call site
+    /// (reserved event names, `client-` prefix rules, requests on a dialect without acks).
+    /// `expectsReply` is `true` for `request`. Returns `nil` when the message is acceptable.
+    func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError?
 }
 
 extension RealtimeDialect {
     public var defaultChannels: [ChannelID] { [] }
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
+    public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? { nil }
 }
 
 /// Identifies an app request (`request`, or a dialect extension call) while it waits for its answer.
