@@ -28,6 +28,7 @@ final class EventLoop: Sendable {
     let index: Int
     private let waker: Waker
     private let inbox = Locked(Inbox())
+    private let tokens = Locked(UInt64(1))
 
     init(index: Int) throws(RealtimeError) {
         self.index = index
@@ -40,6 +41,14 @@ final class EventLoop: Sendable {
         thread.name = "realtime-loop-\(index)"
         thread.stackSize = stackSize
         thread.start()
+    }
+
+    /// A new id for a handler of this loop (0 is the waker's).
+    func makeToken() -> UInt64 {
+        tokens.withLock { next in
+            defer { next += 1 }
+            return next
+        }
     }
 
     /// Runs `task` on the loop thread. Returns false (and drops the task) when the loop has stopped.
@@ -137,7 +146,8 @@ final class LoopContext {
     let readBuffer: UnsafeMutableRawBufferPointer
     /// Scratch space for TLS plaintext, reused by every connection of the loop.
     let plaintextBuffer: UnsafeMutableRawBufferPointer
-    private var nextID: UInt64 = 1
+    /// Reused by every connection of the loop for codec events.
+    var codecEvents: [WebSocketEvent] = []
 
     fileprivate init(loop: EventLoop, wakeFD: Int32) throws(RealtimeError) {
         self.loop = loop
@@ -152,23 +162,32 @@ final class LoopContext {
         plaintextBuffer.deallocate()
     }
 
-    /// Adds `fd` to the selector; the returned id identifies the registration.
-    func register(fd: Int32, handler: any LoopHandler, interest: SelectorInterest) throws(RealtimeError) -> UInt64 {
-        let id = nextID
-        nextID += 1
-        try selector.add(fd: fd, id: id, interest: interest)
-        handlers[id] = handler
-        return id
+    /// Makes `handler` reachable by `token` for tasks and selector events.
+    func attach(_ handler: any LoopHandler, token: UInt64) {
+        handlers[token] = handler
     }
 
-    func setInterest(fd: Int32, id: UInt64, _ interest: SelectorInterest) {
-        selector.modify(fd: fd, id: id, interest: interest)
+    func detach(_ token: UInt64) {
+        handlers[token] = nil
     }
 
-    /// Removes the registration (the caller closes the fd).
-    func deregister(fd: Int32, id: UInt64) {
+    /// The handler attached under `token`, if it is still there.
+    func handler(_ token: UInt64) -> (any LoopHandler)? {
+        handlers[token]
+    }
+
+    /// Adds `fd` to the selector; its events go to the handler attached under `token`.
+    func watch(fd: Int32, token: UInt64, interest: SelectorInterest) throws(RealtimeError) {
+        try selector.add(fd: fd, id: token, interest: interest)
+    }
+
+    func setInterest(fd: Int32, token: UInt64, _ interest: SelectorInterest) {
+        selector.modify(fd: fd, id: token, interest: interest)
+    }
+
+    /// Removes `fd` from the selector (the caller closes it).
+    func unwatch(fd: Int32) {
         selector.remove(fd: fd)
-        handlers[id] = nil
     }
 
     /// Runs `action` on this loop after `delay`.
