@@ -322,6 +322,19 @@ final class TLSEngine {
         }
     }
 
+    /// Encrypts `bytes`.
+    func writePlaintext(_ bytes: [UInt8]) throws(RealtimeError) {
+        var failure: RealtimeError?
+        bytes.withUnsafeBytes { raw in
+            do throws(RealtimeError) {
+                try writePlaintext(raw)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// True when records are waiting to be sent.
     var hasCiphertext: Bool { realtime_BIO_ctrl_pending(outgoing) > 0 }
 

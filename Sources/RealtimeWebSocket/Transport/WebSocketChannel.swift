@@ -25,7 +25,7 @@ enum ChannelSetup {
     }
 
     case client(Client)
-    case server(upgrader: ServerUpgrader, handshakeTimeout: Duration)
+    case server(upgrader: ServerUpgrader, tlsContext: TLSContext?, handshakeTimeout: Duration)
 }
 
 /// Timeouts and limits of one channel.
@@ -107,10 +107,14 @@ final class WebSocketChannel: LoopHandler {
 
     /// Server: takes over an accepted socket.
     func startServer(fd: Int32, in context: LoopContext) {
-        guard case .server(_, let timeout) = setup else { return }
+        guard case .server(_, let tlsContext, let timeout) = setup else { return }
         self.fd = fd
         phase = .upgrading
-        do {
+        do throws(RealtimeError) {
+            if let tlsContext {
+                tls = try TLSEngine(server: tlsContext)
+                phase = .tlsHandshake
+            }
             interest = SelectorInterest(read: true, write: false)
             try context.watch(fd: fd, token: token, interest: interest)
             isWatched = true
@@ -235,7 +239,7 @@ final class WebSocketChannel: LoopHandler {
             return
         }
         tls.receiveCiphertext(bytes)
-        do {
+        do throws(RealtimeError) {
             if case .tlsHandshake = phase {
                 let done = try tls.advanceHandshake()
                 tls.drainCiphertext(into: &outbound)
@@ -243,10 +247,11 @@ final class WebSocketChannel: LoopHandler {
                     writeOutbound(in: context)
                     return
                 }
-                guard case .client(let client) = setup else { return }
                 phase = .upgrading
-                try tls.writePlaintext(client.handshake.requestBytes())
-                tls.drainCiphertext(into: &outbound)
+                if case .client(let client) = setup {
+                    try tls.writePlaintext(client.handshake.requestBytes())
+                    tls.drainCiphertext(into: &outbound)
+                }
             }
             var frames: [TransportFrame] = []
             while isActive {
@@ -309,7 +314,7 @@ final class WebSocketChannel: LoopHandler {
             }
             guard let (info, leftover) = result else { return }
             opened(info, leftover: leftover, frames: &frames, in: context)
-        case .server(let upgrader, _):
+        case .server(let upgrader, _, _):
             switch upgrader(bytes) {
             case .needMoreBytes:
                 return
@@ -372,7 +377,7 @@ final class WebSocketChannel: LoopHandler {
                 fail(RealtimeError(.transportFailed, "the client closed the connection during the upgrade"), in: context)
             }
         case .tlsHandshake:
-            fail(RealtimeError(.tlsFailed, "the server closed the connection during the TLS handshake"), in: context)
+            fail(RealtimeError(.tlsFailed, "the peer closed the connection during the TLS handshake"), in: context)
         default:
             if let localClose {
                 // We asked to close and the peer dropped the socket instead of answering: still our close.
@@ -392,8 +397,8 @@ final class WebSocketChannel: LoopHandler {
             outbound += bytes
             return
         }
-        do {
-            try bytes.withUnsafeBytes { raw throws(RealtimeError) in try tls.writePlaintext(raw) }
+        do throws(RealtimeError) {
+            try tls.writePlaintext(bytes)
             tls.drainCiphertext(into: &outbound)
         } catch {
             pendingClosure = TransportClosure(.failed(error))

@@ -46,7 +46,7 @@ public final class WebSocketClientConnection: TransportConnection {
             }
             group.resolverQueue.async {
                 let result: Result<[SocketAddress], RealtimeError>
-                do {
+                do throws(RealtimeError) {
                     result = .success(try SocketIO.resolve(host: host, port: port))
                 } catch {
                     result = .failure(error)

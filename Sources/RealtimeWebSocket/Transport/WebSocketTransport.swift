@@ -105,7 +105,7 @@ public final class WebSocketTransport: RealtimeTransport {
         let result = tlsContext.withLock { cached -> Result<TLSContext, RealtimeError> in
             if let cached { return cached }
             let made: Result<TLSContext, RealtimeError>
-            do {
+            do throws(RealtimeError) {
                 made = .success(try TLSContext(client: configuration.tls))
             } catch {
                 made = .failure(error)
