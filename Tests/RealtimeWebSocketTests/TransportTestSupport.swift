@@ -1,4 +1,7 @@
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import RealtimeCore
 @testable import RealtimeWebSocket
@@ -102,4 +105,77 @@ func makeEchoServer(group: EventLoopGroup? = nil, configuration: WebSocketServer
         let echoed = frames.filter { !react(connection, $0) }
         if !echoed.isEmpty { connection.send(echoed) }
     }
+}
+
+/// A one-connection blocking TCP server on a thread, for peers that misbehave on purpose.
+final class RawServer: Sendable {
+    let port: Int
+    private let listener: Int32
+    private let done = DispatchSemaphore(value: 0)
+    private let release = DispatchSemaphore(value: 0)
+
+    /// `script` gets the accepted, blocking socket; the socket is closed when it returns.
+    init(script: @escaping @Sendable (RawPeer) -> Void) throws {
+        let (fd, address) = try SocketIO.listen(host: "127.0.0.1", port: 0, backlog: 4)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        listener = fd
+        port = address.port
+        let thread = Thread { [listener, done, release] in
+            let client = accept(listener, nil, nil)
+            if client >= 0 {
+                _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) & ~O_NONBLOCK)
+                script(RawPeer(fd: client, release: release))
+                SocketIO.closeFD(client)
+            }
+            done.signal()
+        }
+        thread.start()
+    }
+
+    var url: URL { URL(string: "ws://127.0.0.1:\(port)/")! }
+
+    /// Lets a script blocked in ``RawPeer/waitForRelease()`` finish, then waits for the thread.
+    func stop() {
+        release.signal()
+        shutdown(listener, Int32(SHUT_RDWR))
+        SocketIO.closeFD(listener)
+        done.wait()
+    }
+}
+
+/// The accepted socket of a ``RawServer``.
+struct RawPeer: Sendable {
+    let fd: Int32
+    let release: DispatchSemaphore
+
+    /// Reads until the end of an HTTP head (or EOF) and returns it.
+    func readHead() -> [UInt8] {
+        var head: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1 {
+            head.append(byte)
+            if head.count >= 4, Array(head.suffix(4)) == [13, 10, 13, 10] { break }
+        }
+        return head
+    }
+
+    /// Reads the upgrade request and answers 101.
+    func acceptUpgrade() {
+        var handshake = WebSocketServerHandshake()
+        let head = readHead()
+        guard let (request, _) = head.withUnsafeBytes({ try? handshake.receive($0) }) else { return }
+        write(WebSocketServerHandshake.acceptResponse(for: request))
+    }
+
+    func write(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads until the peer closes.
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while read(fd, &buffer, buffer.count) > 0 {}
+    }
+
+    func waitForRelease() { release.wait() }
 }
