@@ -1,9 +1,12 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import RealtimeCore
 @testable import RealtimeWebSocket
 
 /// Certificates made at test time with the `openssl` CLI in a temporary folder: a trusted CA, a leaf for
-/// `localhost` and 127.0.0.1 signed by it, an expired leaf from the same CA, and a leaf from another CA.
+/// `localhost` and 127.0.0.1 signed by it, an expired leaf and a leaf for another name from the same CA, and a leaf from another CA.
 struct TLSTestCertificates: Sendable {
     let directory: URL
     var caCertificate: String { directory.appendingPathComponent("ca.pem").path }
@@ -11,6 +14,8 @@ struct TLSTestCertificates: Sendable {
     var leafKey: String { directory.appendingPathComponent("leaf.key").path }
     var expiredCertificate: String { directory.appendingPathComponent("expired.pem").path }
     var strangerCertificate: String { directory.appendingPathComponent("stranger.pem").path }
+    /// Signed by the trusted CA for `other.test` only: wrong for `localhost` and for 127.0.0.1.
+    var otherNameCertificate: String { directory.appendingPathComponent("other-name.pem").path }
 
     /// Made once per test process.
     static let shared: Result<TLSTestCertificates, TLSTestFailure> = {
@@ -43,6 +48,9 @@ struct TLSTestCertificates: Sendable {
             -extfile leaf.ext 2>/dev/null
         openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out expired.pem -days -1 \
             -extfile leaf.ext 2>/dev/null
+        printf 'subjectAltName=DNS:other.test\nbasicConstraints=CA:FALSE\n' > other.ext
+        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out other-name.pem -days 2 \
+            -extfile other.ext 2>/dev/null
         openssl x509 -req -in leaf.csr -CA other-ca.pem -CAkey other-ca.key -CAcreateserial -out stranger.pem \
             -days 2 -extfile leaf.ext 2>/dev/null
         """
@@ -75,7 +83,6 @@ struct TLSTestFailure: Error, CustomStringConvertible {
 final class OpenSSLServer {
     let port: Int
     private let process: Process
-    private let output: Pipe
 
     init(certificate: String, key: String) throws {
         // Bind port 0 to learn a free port, release it and hand it to s_server.
@@ -86,23 +93,32 @@ final class OpenSSLServer {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key,
                              "-www", "-naccept", "100"]
-        output = Pipe()
-        process.standardOutput = output
+        process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        // s_server prints ACCEPT once it listens.
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("ACCEPT") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { throw TLSTestFailure(message: "s_server exited early") }
-            seen += chunk
+        // s_server block-buffers its "ACCEPT" line when stdout is not a terminal, so wait for the port
+        // itself: an external process's readiness, not a timing assertion.
+        for _ in 0..<500 {
+            if Self.canConnect(port: port) { return }
+            if !process.isRunning { break }
+            usleep(10_000)
         }
+        stop()
+        throw TLSTestFailure(message: "s_server did not start listening on \(port)")
+    }
+
+    private static func canConnect(port: Int) -> Bool {
+        guard let address = SocketAddress(numericHost: "127.0.0.1", port: port) else { return false }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { SocketIO.closeFD(fd) }
+        return address.withSockAddr { connect(fd, $0, $1) } == 0
     }
 
     func stop() {
         if process.isRunning {
-            process.terminate()
+            // s_server does not exit on SIGTERM while it waits in accept.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }
