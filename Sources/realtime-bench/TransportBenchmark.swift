@@ -1,6 +1,327 @@
-// Filled in with the transport work.
+import Foundation
+import RealtimeCore
+import RealtimeWebSocket
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `realtime-bench transport`: loopback throughput over ws:// and wss:// against a blaster child process,
+/// beside a parse-only floor measured in the same run, then 10,000 idle connections.
+///
+/// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 3), `--idle N` (connections, default 10,000),
+/// `--skip-idle`, `--skip-tls`. Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
 enum TransportBenchmark {
+    static let payloadSize = 150
+
     static func run(arguments: [String]) async throws {
-        print("transport: not written yet")
+        switch arguments.first {
+        case "blaster":
+            try TransportBlaster.run(arguments: Array(arguments.dropFirst()))
+            return
+        case "idle-server":
+            try TransportIdleServer.run(arguments: Array(arguments.dropFirst()))
+            return
+        default:
+            break
+        }
+        let count = option("--count", in: arguments) ?? 1_000_000
+        let idle = option("--idle", in: arguments) ?? 10_000
+        let skipTLS = arguments.contains("--skip-tls")
+        raiseFileLimit()
+
+        let certificates = skipTLS ? nil : try BenchmarkCertificates.make()
+        defer { certificates?.remove() }
+
+        print("transport: \(count) text frames of \(payloadSize) B over loopback, blaster pinned to its own core")
+        let floor = parseOnlyFloor(count: count)
+        print(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
+        // Alternating rounds, best of each: this machine is shared and noisy (±20 %).
+        let rounds = option("--rounds", in: arguments) ?? 3
+        var plainRuns: [Throughput] = []
+        var secureRuns: [Throughput] = []
+        for _ in 0..<rounds {
+            plainRuns.append(try throughput(count: count, certificates: nil))
+            if let certificates { secureRuns.append(try throughput(count: count, certificates: certificates)) }
+        }
+        print("  ws  rounds (M msg per client CPU-second): "
+              + plainRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
+        let plain = plainRuns.max { $0.perCPUSecond < $1.perCPUSecond }!
+        report("ws ", plain, floor: floor)
+        if certificates != nil {
+            print("  wss rounds (M msg per client CPU-second): "
+                  + secureRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
+            let secure = secureRuns.max { $0.perCPUSecond < $1.perCPUSecond }!
+            report("wss", secure, floor: floor)
+            let slowdown = 1 - secure.perCPUSecond / plain.perCPUSecond
+            let wallSlowdown = 1 - secure.perSecond / plainRuns.map(\.perSecond).max()!
+            print(String(format: "  wss vs ws (best rounds): %.1f %% fewer msg per client CPU-second, %.1f %% fewer msg/s (target ≤ 15 %%)",
+                         slowdown * 100, wallSlowdown * 100))
+        }
+        if !arguments.contains("--skip-idle") {
+            try idleConnections(count: idle, certificates: nil)
+            if let certificates { try idleConnections(count: idle, certificates: certificates) }
+        }
+    }
+
+    // MARK: Throughput
+
+    struct Throughput {
+        var messages: Int
+        var seconds: Double
+        var cpuSeconds: Double
+        var perSecond: Double { Double(messages) / seconds }
+        var perCPUSecond: Double { Double(messages) / cpuSeconds }
+    }
+
+    static func report(_ label: String, _ result: Throughput, floor: Double) {
+        print(String(format: "  %@ client: %.2f M msg/s, %.2f M msg per client CPU-second (%.2f s wall, %.2f s CPU), %.0f %% of the floor",
+                     label, result.perSecond / 1e6, result.perCPUSecond / 1e6, result.seconds, result.cpuSeconds,
+                     result.perCPUSecond / floor * 100))
+    }
+
+    /// One frame as the server sends it: FIN+text, 16-bit length, no mask.
+    static func encodedFrame() -> [UInt8] {
+        let prefix = Array(#"{"event":"order-updated","channel":"orders","data":"{\"id\":"#.utf8)
+        var payload = prefix
+        while payload.count < payloadSize - 3 { payload.append(UInt8(ascii: "7")) }
+        payload += Array(#"}"}"#.utf8)
+        payload = Array(payload.prefix(payloadSize))
+        return [0x81, 126, UInt8(payloadSize >> 8), UInt8(payloadSize & 0xFF)] + payload
+    }
+
+    /// The codec alone decoding the same bytes from memory, in reads of about the transport's read size.
+    static func parseOnlyFloor(count: Int) -> Double {
+        let framesPerChunk = 1000
+        let chunk = Array([[UInt8]](repeating: encodedFrame(), count: framesPerChunk).joined())
+        var best = 0.0
+        for _ in 0..<3 {
+            var codec = WebSocketCodec(role: .client)
+            var events: [WebSocketEvent] = []
+            var output: [UInt8] = []
+            var decoded = 0
+            let start = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<(count / framesPerChunk) {
+                events.removeAll(keepingCapacity: true)
+                chunk.withUnsafeBytes { codec.receive($0, events: &events, output: &output) }
+                var batch: [TransportFrame] = []
+                batch.reserveCapacity(events.count)
+                for case .message(let frame) in events { batch.append(frame) }
+                decoded += batch.count
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            precondition(decoded == count / framesPerChunk * framesPerChunk, "the floor decoded \(decoded)")
+            best = max(best, Double(decoded) / seconds)
+        }
+        return best
+    }
+
+    static func throughput(count: Int, certificates: BenchmarkCertificates?) throws -> Throughput {
+        var arguments = ["transport", "blaster", "--count", String(count)]
+        if let certificates { arguments += ["--tls", certificates.certificate, certificates.key] }
+        let child = try ChildProcess(arguments: arguments, core: 1)
+        defer { child.stop() }
+        let port = try child.readPort()
+        let scheme = certificates == nil ? "ws" : "wss"
+        let tls = TLSConfiguration(trustsSystemRoots: false,
+                                   additionalTrustRoots: certificates.map { [.file($0.ca)] } ?? [])
+        let transport = WebSocketTransport(configuration: .init(tls: tls))
+        let received = Locked(0)
+        let finished = DispatchSemaphore(value: 0)
+        let ending = Locked<TransportClosure?>(nil)
+        let before = cpuSeconds()
+        let start = DispatchTime.now().uptimeNanoseconds
+        let connection = transport.open(ConnectionRequest(url: URL(string: "\(scheme)://127.0.0.1:\(port)/")!)) { event in
+            switch event {
+            case .opened: break
+            case .received(let frames): received.withLock { $0 += frames.count }
+            case .closed(let closure):
+                ending.withLock { $0 = closure }
+                finished.signal()
+            }
+        }
+        finished.wait()
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let cpu = cpuSeconds() - before
+        withExtendedLifetime(connection) {}
+        let total = received.withLock { $0 }
+        guard total == count else {
+            throw BenchmarkFailure("\(scheme): received \(total) of \(count) frames; ended with \(String(describing: ending.withLock { $0 }))")
+        }
+        return Throughput(messages: total, seconds: seconds, cpuSeconds: cpu)
+    }
+
+    // MARK: Idle connections
+
+    static func idleConnections(count: Int, certificates: BenchmarkCertificates?) throws {
+        var arguments = ["transport", "idle-server"]
+        if let certificates { arguments += ["--tls", certificates.certificate, certificates.key] }
+        let child = try ChildProcess(arguments: arguments, core: nil)
+        defer { child.stop() }
+        let port = try child.readPort()
+        let scheme = certificates == nil ? "ws" : "wss"
+        let tls = TLSConfiguration(trustsSystemRoots: false,
+                                   additionalTrustRoots: certificates.map { [.file($0.ca)] } ?? [])
+        let group = try EventLoopGroup(threadCount: 1)
+        defer { group.shutdown() }
+        let transport = WebSocketTransport(configuration: .init(tls: tls), group: group)
+        let url = URL(string: "\(scheme)://127.0.0.1:\(port)/")!
+
+        // One warm-up connection pays the one-time costs (TLS context, trust store, loop buffers).
+        let warm = DispatchSemaphore(value: 0)
+        let warmConnection = transport.open(ConnectionRequest(url: url)) { event in
+            if case .opened = event { warm.signal() }
+            if case .closed = event { warm.signal() }
+        }
+        warm.wait()
+        let rssBefore = processStatus("VmRSS")
+        let opened = Locked(0)
+        let failed = Locked<[String]>([])
+        let inFlight = DispatchSemaphore(value: 256)  // a wave at a time, so the listen backlog never overflows
+        let start = DispatchTime.now().uptimeNanoseconds
+        var connections: [any TransportConnection] = []
+        connections.reserveCapacity(count)
+        for _ in 0..<count {
+            inFlight.wait()
+            let done = Locked(false)
+            connections.append(transport.open(ConnectionRequest(url: url, connectTimeout: .seconds(60))) { event in
+                switch event {
+                case .opened:
+                    opened.withLock { $0 += 1 }
+                    done.withLock { $0 = true }
+                    inFlight.signal()
+                case .closed(let closure):
+                    let first = done.withLock { wasDone -> Bool in
+                        defer { wasDone = true }
+                        return !wasDone
+                    }
+                    failed.withLock { $0.append("\(closure.kind)") }
+                    if first { inFlight.signal() }
+                case .received: break
+                }
+            })
+        }
+        for _ in 0..<256 { inFlight.wait() }
+        defer { for _ in 0..<256 { inFlight.signal() } }  // libdispatch traps on a semaphore freed below its start value
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let rssAfter = processStatus("VmRSS")
+        let threads = processStatus("Threads")
+        let openCount = opened.withLock { $0 }
+        let failures = failed.withLock { $0 }
+        print(String(format: "  %@ idle: %d of %d connections open in %.1f s; threads in this process: %d (target ≤ 8); RSS +%.1f MiB = %.1f KiB per connection (target ≤ %d KiB)",
+                     scheme, openCount, count, seconds, threads, Double(rssAfter - rssBefore) / 1024,
+                     Double(rssAfter - rssBefore) / Double(max(openCount, 1)), certificates == nil ? 64 : 160))
+        if let first = failures.first { print("    \(failures.count) failed, first: \(first)") }
+        for connection in connections { connection.abort() }
+        warmConnection.abort()
+    }
+
+    // MARK: Helpers
+
+    static func option(_ name: String, in arguments: [String]) -> Int? {
+        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+        return Int(arguments[index + 1])
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// A field of /proc/self/status in its unit (kB for memory).
+    static func processStatus(_ field: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            return fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+        }
+        return 0
+    }
+
+    static func raiseFileLimit() {
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A CA and a leaf for 127.0.0.1 made with the openssl CLI in a temporary folder.
+struct BenchmarkCertificates {
+    let directory: String
+    var ca: String { directory + "/ca.pem" }
+    var certificate: String { directory + "/leaf.pem" }
+    var key: String { directory + "/leaf.key" }
+
+    static func make() throws -> BenchmarkCertificates {
+        let directory = NSTemporaryDirectory() + "realtime-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let script = """
+        set -e
+        cd "\(directory)"
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > leaf.ext
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 -subj "/CN=Bench CA" 2>/dev/null
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr -subj "/CN=localhost" 2>/dev/null
+        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 2 -extfile leaf.ext 2>/dev/null
+        """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchmarkFailure("openssl could not make certificates") }
+        return BenchmarkCertificates(directory: directory)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+/// This executable started again in a child role, optionally pinned to one core with taskset.
+final class ChildProcess {
+    private let process = Process()
+    private let output = Pipe()
+    private let input = Pipe()
+
+    init(arguments: [String], core: Int?) throws {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        if let core, FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset") {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+            process.arguments = ["-c", String(core), executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+    }
+
+    /// The child prints `PORT n` once it listens.
+    func readPort() throws -> Int {
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw BenchmarkFailure("the child exited before listening") }
+            line += chunk
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let port = text.split(separator: "\n").first.flatMap({ Int($0.dropFirst(5)) }) else {
+            throw BenchmarkFailure("unexpected child output: \(text)")
+        }
+        return port
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()  // idle servers exit when stdin closes
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
     }
 }

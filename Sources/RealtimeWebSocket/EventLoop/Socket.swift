@@ -32,7 +32,7 @@ enum SocketError {
 }
 
 /// An IPv4 or IPv6 socket address.
-struct SocketAddress: Sendable, CustomStringConvertible {
+package struct SocketAddress: Sendable, CustomStringConvertible {
     var storage: sockaddr_storage
     var length: socklen_t
 
@@ -72,7 +72,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    var port: Int {
+    package var port: Int {
         withUnsafeBytes(of: storage) { raw in
             if family == AF_INET6 {
                 return Int(UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port))
@@ -81,7 +81,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         return withUnsafeBytes(of: storage) { raw -> String in
             if family == AF_INET6 {
@@ -103,7 +103,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
 }
 
 /// Thin, non-blocking POSIX socket calls.
-enum SocketIO {
+package enum SocketIO {
     static func errorText(_ code: Int32) -> String { string(fromCString: strerror(code)) }
 
     static func string(fromCString pointer: UnsafePointer<CChar>?) -> String {
@@ -131,7 +131,7 @@ enum SocketIO {
     }
 
     @discardableResult
-    static func closeFD(_ fd: Int32) -> Int32 {
+    package static func closeFD(_ fd: Int32) -> Int32 {
         #if canImport(Glibc)
         Glibc.close(fd)
         #elseif canImport(Darwin)
@@ -212,7 +212,7 @@ enum SocketIO {
     }
 
     /// A listening, non-blocking socket bound to `host` (numeric) and `port` (0: ephemeral).
-    static func listen(host: String, port: Int, backlog: Int32) throws(RealtimeError) -> (fd: Int32, address: SocketAddress) {
+    package static func listen(host: String, port: Int, backlog: Int32) throws(RealtimeError) -> (fd: Int32, address: SocketAddress) {
         guard let address = SocketAddress(numericHost: host, port: port) else {
             throw RealtimeError(.invalidArgument, "listen address must be a numeric IP address, not \(host)")
         }
@@ -243,7 +243,7 @@ enum SocketIO {
     }
 
     /// Accepts one pending connection as a non-blocking socket; nil when none is pending (or on error).
-    static func accept(_ listener: Int32) -> (fd: Int32?, error: Int32) {
+    package static func accept(_ listener: Int32) -> (fd: Int32?, error: Int32) {
         #if canImport(Glibc)
         let fd = Glibc.accept(listener, nil, nil)
         #else
@@ -261,7 +261,7 @@ enum SocketIO {
     }
 
     /// `send` without SIGPIPE. Returns bytes written, 0 when the socket would block, or -errno.
-    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
+    package static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
         #if canImport(Glibc)
         let flags = Int32(MSG_NOSIGNAL)
         #else
@@ -278,7 +278,7 @@ enum SocketIO {
     }
 
     /// `recv`. Returns bytes read, 0 at end of stream, -EAGAIN when nothing is ready, or -errno.
-    static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    package static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
         while true {
             let count = recv(fd, buffer.baseAddress, buffer.count, 0)
             if count >= 0 { return count }

@@ -4,14 +4,14 @@ import RealtimeCore
 
 /// An OpenSSL `SSL_CTX`, configured once and shared by many connections. OpenSSL allows concurrent
 /// `SSL_new` on a configured context; the lock only keeps the pointer's use honest for Swift.
-final class TLSContext: Sendable {
+package final class TLSContext: Sendable {
     enum Role: Sendable { case client, server }
 
     let role: Role
     private let context: Locked<OpaquePointer>
 
     /// A client context: peer verification on, roots from `configuration`, ALPN, TLS ≥ 1.2.
-    init(client configuration: TLSConfiguration) throws(RealtimeError) {
+    package init(client configuration: TLSConfiguration) throws(RealtimeError) {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSErrors.openSSL("SSL_CTX_new") }
         do throws(RealtimeError) {
             try Self.configureCommon(context, minimumVersion: configuration.minimumVersion)
@@ -46,7 +46,7 @@ final class TLSContext: Sendable {
     }
 
     /// A server context presenting `configuration`'s certificate chain and key.
-    init(server configuration: TLSServerConfiguration) throws(RealtimeError) {
+    package init(server configuration: TLSServerConfiguration) throws(RealtimeError) {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSErrors.openSSL("SSL_CTX_new") }
         do throws(RealtimeError) {
             try Self.configureCommon(context, minimumVersion: configuration.minimumVersion)
@@ -199,9 +199,9 @@ enum TLSErrors {
 
 /// A TLS connection driven through memory BIOs: ciphertext in, plaintext out and the reverse, with no
 /// socket (so no SIGPIPE from OpenSSL and tests need no network). Confined to one thread at a time.
-final class TLSEngine {
+package final class TLSEngine {
     /// Why a plaintext read stopped.
-    enum ReadStop {
+    package enum ReadStop {
         /// All buffered ciphertext is consumed.
         case needMoreCiphertext
         /// The output buffer is full; call again.
@@ -214,15 +214,15 @@ final class TLSEngine {
     private let incoming: OpaquePointer
     private let outgoing: OpaquePointer
     private let host: String?
-    private(set) var isHandshakeComplete = false
+    package private(set) var isHandshakeComplete = false
 
     /// A client for `host` (SNI and name check; IP literals get an IP check and no SNI).
-    convenience init(client context: TLSContext, host: String) throws(RealtimeError) {
+    package convenience init(client context: TLSContext, host: String) throws(RealtimeError) {
         try self.init(context: context, host: host)
     }
 
     /// A server side.
-    convenience init(server context: TLSContext) throws(RealtimeError) {
+    package convenience init(server context: TLSContext) throws(RealtimeError) {
         try self.init(context: context, host: nil)
     }
 
@@ -261,13 +261,13 @@ final class TLSEngine {
     deinit { SSL_free(ssl) }
 
     /// Feeds bytes read from the socket.
-    func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
+    package func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         _ = BIO_write(incoming, base, Int32(bytes.count))
     }
 
     /// Advances the handshake with what has been received; true once it is complete.
-    func advanceHandshake() throws(RealtimeError) -> Bool {
+    package func advanceHandshake() throws(RealtimeError) -> Bool {
         if isHandshakeComplete { return true }
         ERR_clear_error()
         let result = SSL_do_handshake(ssl)
@@ -284,7 +284,7 @@ final class TLSEngine {
     }
 
     /// Decrypts buffered records into `buffer` until OpenSSL wants more ciphertext or the buffer is full.
-    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(RealtimeError) -> (count: Int, stop: ReadStop) {
+    package func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(RealtimeError) -> (count: Int, stop: ReadStop) {
         var filled = 0
         ERR_clear_error()
         while filled < buffer.count {
@@ -307,7 +307,7 @@ final class TLSEngine {
     }
 
     /// Encrypts `bytes`; the records are then in ``drainCiphertext(into:)``.
-    func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) {
+    package func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         ERR_clear_error()
         var offset = 0
@@ -323,7 +323,7 @@ final class TLSEngine {
     }
 
     /// Encrypts `bytes`.
-    func writePlaintext(_ bytes: [UInt8]) throws(RealtimeError) {
+    package func writePlaintext(_ bytes: [UInt8]) throws(RealtimeError) {
         var failure: RealtimeError?
         bytes.withUnsafeBytes { raw in
             do throws(RealtimeError) {
@@ -336,10 +336,10 @@ final class TLSEngine {
     }
 
     /// True when records are waiting to be sent.
-    var hasCiphertext: Bool { realtime_BIO_ctrl_pending(outgoing) > 0 }
+    package var hasCiphertext: Bool { realtime_BIO_ctrl_pending(outgoing) > 0 }
 
     /// Appends every pending record to `output`.
-    func drainCiphertext(into output: inout [UInt8]) {
+    package func drainCiphertext(into output: inout [UInt8]) {
         let pending = Int(realtime_BIO_ctrl_pending(outgoing))
         guard pending > 0 else { return }
         let start = output.count
