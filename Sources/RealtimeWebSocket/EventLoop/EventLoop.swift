@@ -37,8 +37,12 @@ final class EventLoop: Sendable {
 
     /// Starts the loop thread with a small stack.
     func start(stackSize: Int) {
-        let thread = Thread { [self] in self.run() }
-        thread.name = "realtime-loop-\(index)"
+        let name = "realtime-loop-\(index)"
+        let thread = Thread { [self] in
+            // Named from inside: a name set before start does not reach the system thread on Linux.
+            Thread.current.name = name
+            self.run()
+        }
         thread.stackSize = stackSize
         thread.start()
     }

@@ -100,6 +100,9 @@ public final class WebSocketTransport: RealtimeTransport {
                                                handler: handler)
     }
 
+    /// The group connections run on (for tests).
+    var groupForTesting: Result<EventLoopGroup, RealtimeError> { group }
+
     private func sharedTLSContext() throws(RealtimeError) -> TLSContext {
         #if canImport(COpenSSL)
         let result = tlsContext.withLock { cached -> Result<TLSContext, RealtimeError> in
