@@ -40,5 +40,11 @@ static inline long realtime_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
 // Glibc module does not export.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
+
+// Names the calling thread (at most 15 bytes are kept); prctl is variadic, so Swift cannot call it.
+static inline int realtime_set_current_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
 #endif
 #endif

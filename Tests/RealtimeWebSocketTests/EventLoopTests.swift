@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import RealtimeCore
 import Testing
 @testable import RealtimeWebSocket
@@ -48,7 +51,7 @@ struct EventLoopTests {
         for _ in 0..<1000 { if let value = await seen.next() { order.append(value) } }
         #expect(order == Array(0..<1000))
         let name = EventQueue<String>()
-        loop.execute { _ in name.push(Thread.current.name ?? "") }
+        loop.execute { _ in name.push(currentThreadName()) }
         let loopThread = await name.next()
         #expect(loopThread == "realtime-loop-0")
     }
@@ -83,7 +86,7 @@ struct EventLoopTests {
         for _ in 0..<200 {
             connections.append(transport.open(ConnectionRequest(url: server.url)) { event in
                 if case .opened = event {
-                    threads.withLock { _ = $0.insert(Thread.current.name ?? "?") }
+                    threads.withLock { _ = $0.insert(currentThreadName()) }
                     opened.push(true)
                 }
             })
@@ -136,4 +139,11 @@ struct EventLoopTests {
         }
         #expect(weakGroup == nil)
     }
+}
+
+/// The system name of the calling thread, from /proc.
+func currentThreadName() -> String {
+    let path = "/proc/thread-self/comm"
+    let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    return text.trimmingCharacters(in: .whitespacesAndNewlines)
 }

@@ -7,6 +7,9 @@ import Musl
 #endif
 import Foundation
 import RealtimeCore
+#if os(Linux) || os(Android)
+import COpenSSL  // thread naming (see shim.h)
+#endif
 
 /// Something registered with a loop: a listening socket or a connection. Lives on its loop thread only.
 protocol LoopHandler: AnyObject {
@@ -39,8 +42,11 @@ final class EventLoop: Sendable {
     func start(stackSize: Int) {
         let name = "realtime-loop-\(index)"
         let thread = Thread { [self] in
-            // Named from inside: a name set before start does not reach the system thread on Linux.
+            #if os(Linux) || os(Android)
+            _ = realtime_set_current_thread_name(name)
+            #else
             Thread.current.name = name
+            #endif
             self.run()
         }
         thread.stackSize = stackSize
