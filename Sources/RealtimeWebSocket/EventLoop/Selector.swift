@@ -40,8 +40,10 @@ final class Selector {
     deinit { Glibc.close(epollFD) }
 
     private static func mask(_ interest: SelectorInterest) -> UInt32 {
-        var bits = EPOLLRDHUP.rawValue
-        if interest.read { bits |= EPOLLIN.rawValue }
+        // EPOLLHUP and EPOLLERR are always reported; RDHUP only while reading, or a paused socket whose
+        // peer half-closed would wake the loop forever.
+        var bits: UInt32 = 0
+        if interest.read { bits |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
         if interest.write { bits |= EPOLLOUT.rawValue }
         return bits
     }

@@ -195,7 +195,8 @@ final class WebSocketChannel: LoopHandler {
             return
         }
         if event.writable { writeOutbound(in: context) }
-        if event.readable, isActive { readSocket(in: context) }
+        // A hang-up is read even while paused: the peer is gone and the read reports how.
+        if event.readable || event.hangup, isActive, !readingPaused || event.hangup { readSocket(in: context) }
     }
 
     func loopStopping(in context: LoopContext) {
