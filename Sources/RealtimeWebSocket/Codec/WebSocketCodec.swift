@@ -53,22 +53,38 @@ public struct WebSocketCodec: Sendable {
     /// After a `.closed` or `.failed` event further input is ignored.
     public mutating func receive(_ bytes: UnsafeRawBufferPointer, events: inout [WebSocketEvent],
                                  output: inout [UInt8]) {
-        guard let base = bytes.baseAddress, !isInputFinished else { return }
+        _ = receive(bytes, maximumMessages: .max, events: &events, output: &output)
+    }
+
+    /// Like `receive(_:events:output:)`, but stops right after the `maximumMessages`-th message and
+    /// returns how many bytes of `bytes` it used; pass the rest in the next call.
+    ///
+    /// For callers that must answer a message before later frames are decoded, such as an echo peer
+    /// that has to send its echo before the close frame a later protocol error would write.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer, maximumMessages: Int,
+                                 events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
+        guard let base = bytes.baseAddress, !isInputFinished else { return bytes.count }
         let count = bytes.count
         var offset = 0
+        var messagesLeft = maximumMessages
         if !pending.isEmpty {
-            offset = completePending(from: bytes, events: &events, output: &output)
-            guard pending.isEmpty else { return }
+            var deliveredMessage = false
+            offset = completePending(from: bytes, deliveredMessage: &deliveredMessage, events: &events, output: &output)
+            guard pending.isEmpty else { return count }
+            if deliveredMessage { messagesLeft -= 1 }
         }
-        while offset < count, !isInputFinished {
+        while offset < count, !isInputFinished, messagesLeft > 0 {
             if var progress = frame {
                 let taken = min(progress.remaining, count - offset)
                 let chunk = UnsafeRawBufferPointer(start: base + offset, count: taken)
                 offset += taken
-                guard appendPayload(chunk, of: &progress, events: &events, output: &output) else { return }
+                guard appendPayload(chunk, of: &progress, events: &events, output: &output) else { return count }
                 if progress.remaining == 0 {
                     frame = nil
-                    if progress.isFinal { deliverMessage(events: &events, output: &output) }
+                    if progress.isFinal {
+                        deliverMessage(events: &events, output: &output)
+                        messagesLeft -= 1
+                    }
                 } else {
                     frame = progress
                 }
@@ -80,21 +96,21 @@ public struct WebSocketCodec: Sendable {
             switch Self.scanHead(base + offset, available: available) {
             case .incomplete:
                 pending.append(contentsOf: UnsafeRawBufferPointer(start: base + offset, count: available))
-                return
+                return count
             case .lengthOverflow:
                 fail(.protocolViolation, closeCode: 1002, "64-bit payload length with the top bit set",
                      events: &events, output: &output)
-                return
+                return count
             case .complete(let scanned):
                 head = scanned
             }
-            guard accept(head, events: &events, output: &output) else { return }
+            guard accept(head, events: &events, output: &output) else { return count }
 
             if head.isControl {
                 let total = head.headLength + head.payloadLength
                 guard available >= total else {
                     pending.append(contentsOf: UnsafeRawBufferPointer(start: base + offset, count: available))
-                    return
+                    return count
                 }
                 let payload = UnsafeRawBufferPointer(start: base + offset + head.headLength, count: head.payloadLength)
                 offset += total
@@ -112,24 +128,26 @@ public struct WebSocketCodec: Sendable {
                     guard let text = Self.makeString(payload) else {
                         fail(.invalidUTF8, closeCode: 1007, "text message is not valid UTF-8",
                              events: &events, output: &output)
-                        return
+                        return count
                     }
                     events.append(.message(.text(text)))
                 } else {
                     events.append(.message(.binary(Data(payload))))
                 }
+                messagesLeft -= 1
                 continue
             }
-            beginDataFrame(head, events: &events, output: &output)
+            if beginDataFrame(head, events: &events, output: &output) { messagesLeft -= 1 }
         }
+        return isInputFinished ? count : offset
     }
 
     private var isInputFinished: Bool { hasFailed || hasReceivedClose }
 
     /// Moves bytes from `bytes` into `pending` until the frame head (and a control frame's payload) is
     /// complete, then handles it. Returns how many bytes of `bytes` it used.
-    private mutating func completePending(from bytes: UnsafeRawBufferPointer, events: inout [WebSocketEvent],
-                                          output: inout [UInt8]) -> Int {
+    private mutating func completePending(from bytes: UnsafeRawBufferPointer, deliveredMessage: inout Bool,
+                                          events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
         var used = 0
         while true {
             let scan = pending.withUnsafeBytes { Self.scanHead($0.baseAddress!, available: $0.count) }
@@ -153,7 +171,7 @@ public struct WebSocketCodec: Sendable {
                         }
                     } else {
                         pending.removeAll(keepingCapacity: true)
-                        beginDataFrame(head, events: &events, output: &output)
+                        deliveredMessage = beginDataFrame(head, events: &events, output: &output)
                     }
                     return used
                 }
@@ -212,7 +230,11 @@ public struct WebSocketCodec: Sendable {
         return false
     }
 
-    private mutating func beginDataFrame(_ head: FrameHead, events: inout [WebSocketEvent], output: inout [UInt8]) {
+    /// Starts receiving a data frame's payload. Returns `true` when the frame was an empty final one
+    /// that completed (and delivered) its message.
+    @discardableResult
+    private mutating func beginDataFrame(_ head: FrameHead, events: inout [WebSocketEvent],
+                                         output: inout [UInt8]) -> Bool {
         if head.opcode != Opcode.continuation {
             messageOpcode = head.opcode
             messageFragments = 0
@@ -222,11 +244,13 @@ public struct WebSocketCodec: Sendable {
         }
         messageFragments += 1
         guard head.payloadLength > 0 else {
-            if head.isFinal { deliverMessage(events: &events, output: &output) }
-            return
+            guard head.isFinal else { return false }
+            deliverMessage(events: &events, output: &output)
+            return true
         }
         frame = FrameProgress(remaining: head.payloadLength, consumed: 0, isFinal: head.isFinal,
                               maskKey: head.isMasked ? head.maskKey : nil)
+        return false
     }
 
     /// Copies (and unmasks, and for text validates) one piece of a data frame's payload into the message.
