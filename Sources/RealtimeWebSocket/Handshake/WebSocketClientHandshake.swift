@@ -293,7 +293,8 @@ public struct WebSocketClientHandshake: Sendable {
         var index = raw.startIndex
         while index < raw.endIndex {
             guard let lineEnd = raw[index...].firstIndex(of: 10) else { break }
-            let sizeText = String(decoding: raw[index..<lineEnd], as: UTF8.self)
+            let sizeLine = raw[index..<lineEnd]
+            let sizeText = String(decoding: sizeLine.last == 13 ? sizeLine.dropLast() : sizeLine, as: UTF8.self)
                 .split(separator: ";").first.map { $0.trimmingHTTPWhitespace() } ?? ""
             guard let size = Int(sizeText, radix: 16), size > 0 else { break }
             let start = lineEnd + 1
