@@ -4,13 +4,20 @@ import RealtimeCore
 /// The RFC 6455 framing layer without I/O: feed it the bytes a read returned, write the bytes it
 /// appends to `output`, act on the events.
 ///
-/// Frames are parsed in place in the caller's read buffer. Only a cut-off frame head (at most 14
-/// bytes), a cut-off control frame (at most 139 bytes) and the payload of a message that is split
-/// across reads or fragments are kept between calls, so a read full of small frames costs one
-/// `String` or `Data` per message and nothing else. Text is validated as it arrives, so invalid UTF-8
-/// fails the connection at the first bad byte, even in the middle of a frame.
+/// Frames are parsed in place in the caller's read buffer, which serves as the one contiguous receive
+/// buffer: the codec keeps only a cut-off frame head (at most 14 bytes) or control frame (at most 139)
+/// between calls, so nothing is ever moved but that tail. A frame that arrives whole becomes its
+/// `String` or `Data` straight from the read buffer (one copy). A message split across reads or
+/// fragments is copied once into a reassembly buffer; binary is handed out as that `Data`, text needs
+/// a second copy into its `String` (Swift cannot adopt a byte buffer as a String's storage).
+/// Text is validated as it arrives, so invalid UTF-8 fails the connection at the first bad byte, even
+/// in the middle of a frame.
+///
+/// Not thread-safe: a value owned by one connection's event loop.
 public struct WebSocketCodec: Sendable {
+    /// Clients mask what they send and expect unmasked frames; servers the reverse.
     public let role: WebSocketRole
+    /// Bounds on incoming frames and messages.
     public let limits: WebSocketLimits
     private var maskKeys: MaskKeySource
 
@@ -20,7 +27,9 @@ public struct WebSocketCodec: Sendable {
     private var frame: FrameProgress?
     /// Opcode of the message being reassembled (text or binary), if any.
     private var messageOpcode: UInt8?
+    /// Text being reassembled. Binary goes to `messageData` instead, which is handed out without a copy.
     private var messageBytes: [UInt8] = []
+    private var messageData = Data()
     private var messageFragments = 0
     private var utf8 = UTF8StreamValidator()
 
@@ -35,6 +44,7 @@ public struct WebSocketCodec: Sendable {
     /// Messages larger than this are not kept as the reassembly buffer's capacity after delivery.
     private static let retainedMessageCapacity = 64 << 10
 
+    /// A codec for a connection whose opening handshake has completed.
     public init(role: WebSocketRole, limits: WebSocketLimits = .init()) {
         self.init(role: role, limits: limits, maskKeys: MaskKeySource())
     }
@@ -200,7 +210,7 @@ public struct WebSocketCodec: Sendable {
             case Opcode.text where messageOpcode != nil, Opcode.binary where messageOpcode != nil:
                 problem = (.protocolViolation, 1002, "new message started before the previous one ended")
             case Opcode.continuation, Opcode.text, Opcode.binary:
-                let soFar = messageOpcode == nil ? 0 : messageBytes.count
+                let soFar = messageOpcode == nil ? 0 : messageBytes.count + messageData.count
                 if head.payloadLength > limits.maximumFrameSize {
                     problem = (.limitExceeded, 1009,
                                "frame of \(head.payloadLength) bytes exceeds the \(limits.maximumFrameSize)-byte limit")
@@ -240,7 +250,13 @@ public struct WebSocketCodec: Sendable {
             messageFragments = 0
             utf8.reset()
             // The frame length is known and already within the limits, so reserve it once.
-            if head.isFinal { messageBytes.reserveCapacity(head.payloadLength) }
+            if head.isFinal {
+                if head.opcode == Opcode.text {
+                    messageBytes.reserveCapacity(head.payloadLength)
+                } else {
+                    messageData.reserveCapacity(head.payloadLength)
+                }
+            }
         }
         messageFragments += 1
         guard head.payloadLength > 0 else {
@@ -256,13 +272,23 @@ public struct WebSocketCodec: Sendable {
     /// Copies (and unmasks, and for text validates) one piece of a data frame's payload into the message.
     private mutating func appendPayload(_ chunk: UnsafeRawBufferPointer, of progress: inout FrameProgress,
                                         events: inout [WebSocketEvent], output: inout [UInt8]) -> Bool {
-        let start = messageBytes.count
-        messageBytes.append(contentsOf: chunk)
-        let isText = messageOpcode == Opcode.text
-        let valid = messageBytes.withUnsafeMutableBytes { all -> Bool in
-            let piece = UnsafeMutableRawBufferPointer(rebasing: all[start...])
-            if let key = progress.maskKey { applyMask(piece, key: key, offset: progress.consumed) }
-            return !isText || utf8.validate(UnsafeRawBufferPointer(piece))
+        var valid = true
+        if messageOpcode == Opcode.text {
+            let start = messageBytes.count
+            messageBytes.append(contentsOf: chunk)
+            valid = messageBytes.withUnsafeMutableBytes { all -> Bool in
+                let piece = UnsafeMutableRawBufferPointer(rebasing: all[start...])
+                if let key = progress.maskKey { applyMask(piece, key: key, offset: progress.consumed) }
+                return utf8.validate(UnsafeRawBufferPointer(piece))
+            }
+        } else {
+            let start = messageData.count
+            messageData.append(chunk.assumingMemoryBound(to: UInt8.self))
+            if let key = progress.maskKey {
+                messageData.withUnsafeMutableBytes { all in
+                    applyMask(UnsafeMutableRawBufferPointer(rebasing: all[start...]), key: key, offset: progress.consumed)
+                }
+            }
         }
         progress.consumed += chunk.count
         progress.remaining -= chunk.count
@@ -282,7 +308,8 @@ public struct WebSocketCodec: Sendable {
             }
             events.append(.message(.text(String(decoding: messageBytes, as: UTF8.self))))
         } else {
-            events.append(.message(.binary(Data(messageBytes))))
+            events.append(.message(.binary(messageData)))
+            messageData = Data()
         }
         messageOpcode = nil
         messageFragments = 0
@@ -366,6 +393,7 @@ public struct WebSocketCodec: Sendable {
     private mutating func releaseBuffers() {
         pending = []
         messageBytes = []
+        messageData = Data()
         frame = nil
         messageOpcode = nil
     }

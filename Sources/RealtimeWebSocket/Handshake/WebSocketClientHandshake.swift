@@ -4,11 +4,13 @@ import RealtimeCore
 /// The client side of the HTTP/1.1 upgrade (RFC 6455 §4.1), without I/O: write `requestBytes()`, feed
 /// what the server answers to `receive(_:)` until it returns the negotiated connection or throws.
 public struct WebSocketClientHandshake: Sendable {
+    /// Where to connect: scheme, host, port, path and query.
     public let url: URL
     /// Extra request headers (cookies, authorization, …), sent as given after the upgrade headers.
     public let headers: [HTTPHeader]
     /// Subprotocols offered, in preference order.
     public let subprotocols: [String]
+    /// Sent as `Origin` when set.
     public let origin: String?
     /// The 16 random bytes behind `Sec-WebSocket-Key`.
     public let key: [UInt8]
