@@ -110,3 +110,54 @@ struct CodecChunkingTests {
         }
     }
 }
+
+@Suite("Codec robustness")
+struct CodecRobustnessTests {
+    /// Frame-shaped noise: plausible first bytes, mask bits and lengths, random payloads.
+    static func noise(seed: UInt64) -> [UInt8] {
+        var generator = SeededGenerator(seed: seed)
+        var bytes: [UInt8] = []
+        for _ in 0..<Int.random(in: 1...12, using: &generator) {
+            let first = [0x81, 0x82, 0x01, 0x00, 0x80, 0x89, 0x8A, 0x88, 0x09, 0xC1, 0x83].randomElement(using: &generator)!
+            let length = [0, 1, 2, 5, 125, 126, 127].randomElement(using: &generator)!
+            bytes.append(UInt8(first))
+            let masked = Int.random(in: 0..<8, using: &generator) == 0
+            if length == 126 {
+                bytes += [(masked ? 0x80 : 0) | 126, 0, UInt8.random(in: 126...200, using: &generator)]
+            } else if length == 127 {
+                bytes += [(masked ? 0x80 : 0) | 127, 0, 0, 0, 0, 0, 0, 0x01, UInt8.random(in: 0...255, using: &generator)]
+            } else {
+                bytes.append((masked ? 0x80 : 0) | UInt8(length))
+            }
+            if masked { bytes += (0..<4).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+            let payloadLength = length == 126 ? Int(bytes.last!) : (length == 127 ? 256 + Int(bytes.last!) : length)
+            bytes += (0..<payloadLength).map { _ in
+                Bool.random(using: &generator) ? UInt8.random(in: 0x20...0x7E, using: &generator) : UInt8.random(in: 0...255, using: &generator)
+            }
+            if Int.random(in: 0..<6, using: &generator) == 0 {
+                bytes.append(UInt8.random(in: 0...255, using: &generator))  // desynchronise
+            }
+        }
+        return bytes
+    }
+
+    @Test("property: frame-shaped noise never traps and decodes the same however it is split")
+    func noiseIsChunkingIndependent() {
+        for seed in UInt64(1_000)..<UInt64(1_400) {
+            let bytes = Self.noise(seed: seed)
+            for role in [WebSocketRole.client, .server] {
+                let whole = decode(bytes, role: role)
+                let oneByte = decode(bytes, role: role, chunks: Array(repeating: 1, count: bytes.count))
+                #expect(oneByte.events == whole.events, "seed \(seed)")
+                #expect(oneByte.output == whole.output || role == .client, "seed \(seed)")
+                // At most one terminal event, and it is the last one.
+                let terminal = whole.events.indices.filter {
+                    if case .failed = whole.events[$0] { return true }
+                    if case .closed = whole.events[$0] { return true }
+                    return false
+                }
+                #expect(terminal.count <= 1 && (terminal.first.map { $0 == whole.events.count - 1 } ?? true))
+            }
+        }
+    }
+}

@@ -136,8 +136,10 @@ public struct WebSocketCodec: Sendable {
                 offset += head.payloadLength
                 if head.opcode == Opcode.text {
                     guard let text = Self.makeString(payload) else {
-                        fail(.invalidUTF8, closeCode: 1007, "text message is not valid UTF-8",
-                             events: &events, output: &output)
+                        var validator = UTF8StreamValidator()
+                        let message = validator.validate(payload)
+                            ? "text message ends inside a UTF-8 sequence" : "text message is not valid UTF-8"
+                        fail(.invalidUTF8, closeCode: 1007, message, events: &events, output: &output)
                         return count
                     }
                     events.append(.message(.text(text)))
