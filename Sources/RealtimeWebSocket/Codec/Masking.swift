@@ -5,11 +5,11 @@
 @inline(__always)
 func applyMask(_ buffer: UnsafeMutableRawBufferPointer, key: UInt32, offset: Int) {
     guard let start = buffer.baseAddress, !buffer.isEmpty else { return }
-    var keyBytes = rotatedKey(key, by: offset & 3)
-    let wide = withUnsafeBytes(of: &keyBytes) { raw -> UInt64 in
-        var pattern: (UInt32, UInt32) = (raw.loadUnaligned(as: UInt32.self), raw.loadUnaligned(as: UInt32.self))
-        return withUnsafeBytes(of: &pattern) { $0.loadUnaligned(as: UInt64.self) }
-    }
+    // Work on the key as a little-endian value: byte i of the wire key is bits 8i..<8i+8.
+    let shift = UInt32(offset & 3) * 8
+    let littleKey = UInt32(littleEndian: key)
+    let rotated = shift == 0 ? littleKey : (littleKey >> shift) | (littleKey << (32 - shift))
+    let wide = UInt64(littleEndian: UInt64(rotated) | UInt64(rotated) << 32)
     let count = buffer.count
     var index = 0
     while index + 8 <= count {
@@ -17,25 +17,10 @@ func applyMask(_ buffer: UnsafeMutableRawBufferPointer, key: UInt32, offset: Int
         start.storeBytes(of: word, toByteOffset: index, as: UInt64.self)
         index += 8
     }
-    withUnsafeBytes(of: &keyBytes) { keyRaw in
-        while index < count {
-            let byte = start.load(fromByteOffset: index, as: UInt8.self) ^ keyRaw[index & 3]
-            start.storeBytes(of: byte, toByteOffset: index, as: UInt8.self)
-            index += 1
-        }
+    while index < count {
+        let keyByte = UInt8(truncatingIfNeeded: rotated >> (UInt32(index & 3) * 8))
+        let byte = start.load(fromByteOffset: index, as: UInt8.self) ^ keyByte
+        start.storeBytes(of: byte, toByteOffset: index, as: UInt8.self)
+        index += 1
     }
-}
-
-/// The key as it applies from payload byte `shift` on: memory bytes rotated left by `shift`.
-@inline(__always)
-private func rotatedKey(_ key: UInt32, by shift: Int) -> UInt32 {
-    guard shift != 0 else { return key }
-    var source = key
-    var result: UInt32 = 0
-    withUnsafeBytes(of: &source) { from in
-        withUnsafeMutableBytes(of: &result) { to in
-            for index in 0..<4 { to[index] = from[(index + shift) & 3] }
-        }
-    }
-    return result
 }

@@ -4,13 +4,20 @@ import RealtimeCore
 /// The RFC 6455 framing layer without I/O: feed it the bytes a read returned, write the bytes it
 /// appends to `output`, act on the events.
 ///
-/// Frames are parsed in place in the caller's read buffer. Only a cut-off frame head (at most 14
-/// bytes), a cut-off control frame (at most 139 bytes) and the payload of a message that is split
-/// across reads or fragments are kept between calls, so a read full of small frames costs one
-/// `String` or `Data` per message and nothing else. Text is validated as it arrives, so invalid UTF-8
-/// fails the connection at the first bad byte, even in the middle of a frame.
+/// Frames are parsed in place in the caller's read buffer, which serves as the one contiguous receive
+/// buffer: the codec keeps only a cut-off frame head (at most 14 bytes) or control frame (at most 139)
+/// between calls, so nothing is ever moved but that tail. A frame that arrives whole becomes its
+/// `String` or `Data` straight from the read buffer (one copy). A message split across reads or
+/// fragments is copied once into a reassembly buffer; binary is handed out as that `Data`, text needs
+/// a second copy into its `String` (Swift cannot adopt a byte buffer as a String's storage).
+/// Text is validated as it arrives, so invalid UTF-8 fails the connection at the first bad byte, even
+/// in the middle of a frame.
+///
+/// Not thread-safe: a value owned by one connection's event loop.
 public struct WebSocketCodec: Sendable {
+    /// Clients mask what they send and expect unmasked frames; servers the reverse.
     public let role: WebSocketRole
+    /// Bounds on incoming frames and messages.
     public let limits: WebSocketLimits
     private var maskKeys: MaskKeySource
 
@@ -20,7 +27,9 @@ public struct WebSocketCodec: Sendable {
     private var frame: FrameProgress?
     /// Opcode of the message being reassembled (text or binary), if any.
     private var messageOpcode: UInt8?
+    /// Text being reassembled. Binary goes to `messageData` instead, which is handed out without a copy.
     private var messageBytes: [UInt8] = []
+    private var messageData = Data()
     private var messageFragments = 0
     private var utf8 = UTF8StreamValidator()
 
@@ -35,6 +44,7 @@ public struct WebSocketCodec: Sendable {
     /// Messages larger than this are not kept as the reassembly buffer's capacity after delivery.
     private static let retainedMessageCapacity = 64 << 10
 
+    /// A codec for a connection whose opening handshake has completed.
     public init(role: WebSocketRole, limits: WebSocketLimits = .init()) {
         self.init(role: role, limits: limits, maskKeys: MaskKeySource())
     }
@@ -53,22 +63,38 @@ public struct WebSocketCodec: Sendable {
     /// After a `.closed` or `.failed` event further input is ignored.
     public mutating func receive(_ bytes: UnsafeRawBufferPointer, events: inout [WebSocketEvent],
                                  output: inout [UInt8]) {
-        guard let base = bytes.baseAddress, !isInputFinished else { return }
+        _ = receive(bytes, maximumMessages: .max, events: &events, output: &output)
+    }
+
+    /// Like `receive(_:events:output:)`, but stops right after the `maximumMessages`-th message and
+    /// returns how many bytes of `bytes` it used; pass the rest in the next call.
+    ///
+    /// For callers that must answer a message before later frames are decoded, such as an echo peer
+    /// that has to send its echo before the close frame a later protocol error would write.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer, maximumMessages: Int,
+                                 events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
+        guard let base = bytes.baseAddress, !isInputFinished else { return bytes.count }
         let count = bytes.count
         var offset = 0
+        var messagesLeft = maximumMessages
         if !pending.isEmpty {
-            offset = completePending(from: bytes, events: &events, output: &output)
-            guard pending.isEmpty else { return }
+            var deliveredMessage = false
+            offset = completePending(from: bytes, deliveredMessage: &deliveredMessage, events: &events, output: &output)
+            guard pending.isEmpty else { return count }
+            if deliveredMessage { messagesLeft -= 1 }
         }
-        while offset < count, !isInputFinished {
+        while offset < count, !isInputFinished, messagesLeft > 0 {
             if var progress = frame {
                 let taken = min(progress.remaining, count - offset)
                 let chunk = UnsafeRawBufferPointer(start: base + offset, count: taken)
                 offset += taken
-                guard appendPayload(chunk, of: &progress, events: &events, output: &output) else { return }
+                guard appendPayload(chunk, of: &progress, events: &events, output: &output) else { return count }
                 if progress.remaining == 0 {
                     frame = nil
-                    if progress.isFinal { deliverMessage(events: &events, output: &output) }
+                    if progress.isFinal {
+                        deliverMessage(events: &events, output: &output)
+                        messagesLeft -= 1
+                    }
                 } else {
                     frame = progress
                 }
@@ -80,21 +106,21 @@ public struct WebSocketCodec: Sendable {
             switch Self.scanHead(base + offset, available: available) {
             case .incomplete:
                 pending.append(contentsOf: UnsafeRawBufferPointer(start: base + offset, count: available))
-                return
+                return count
             case .lengthOverflow:
                 fail(.protocolViolation, closeCode: 1002, "64-bit payload length with the top bit set",
                      events: &events, output: &output)
-                return
+                return count
             case .complete(let scanned):
                 head = scanned
             }
-            guard accept(head, events: &events, output: &output) else { return }
+            guard accept(head, events: &events, output: &output) else { return count }
 
             if head.isControl {
                 let total = head.headLength + head.payloadLength
                 guard available >= total else {
                     pending.append(contentsOf: UnsafeRawBufferPointer(start: base + offset, count: available))
-                    return
+                    return count
                 }
                 let payload = UnsafeRawBufferPointer(start: base + offset + head.headLength, count: head.payloadLength)
                 offset += total
@@ -110,26 +136,30 @@ public struct WebSocketCodec: Sendable {
                 offset += head.payloadLength
                 if head.opcode == Opcode.text {
                     guard let text = Self.makeString(payload) else {
-                        fail(.invalidUTF8, closeCode: 1007, "text message is not valid UTF-8",
-                             events: &events, output: &output)
-                        return
+                        var validator = UTF8StreamValidator()
+                        let message = validator.validate(payload)
+                            ? "text message ends inside a UTF-8 sequence" : "text message is not valid UTF-8"
+                        fail(.invalidUTF8, closeCode: 1007, message, events: &events, output: &output)
+                        return count
                     }
                     events.append(.message(.text(text)))
                 } else {
                     events.append(.message(.binary(Data(payload))))
                 }
+                messagesLeft -= 1
                 continue
             }
-            beginDataFrame(head, events: &events, output: &output)
+            if beginDataFrame(head, events: &events, output: &output) { messagesLeft -= 1 }
         }
+        return isInputFinished ? count : offset
     }
 
     private var isInputFinished: Bool { hasFailed || hasReceivedClose }
 
     /// Moves bytes from `bytes` into `pending` until the frame head (and a control frame's payload) is
     /// complete, then handles it. Returns how many bytes of `bytes` it used.
-    private mutating func completePending(from bytes: UnsafeRawBufferPointer, events: inout [WebSocketEvent],
-                                          output: inout [UInt8]) -> Int {
+    private mutating func completePending(from bytes: UnsafeRawBufferPointer, deliveredMessage: inout Bool,
+                                          events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
         var used = 0
         while true {
             let scan = pending.withUnsafeBytes { Self.scanHead($0.baseAddress!, available: $0.count) }
@@ -153,7 +183,7 @@ public struct WebSocketCodec: Sendable {
                         }
                     } else {
                         pending.removeAll(keepingCapacity: true)
-                        beginDataFrame(head, events: &events, output: &output)
+                        deliveredMessage = beginDataFrame(head, events: &events, output: &output)
                     }
                     return used
                 }
@@ -182,7 +212,7 @@ public struct WebSocketCodec: Sendable {
             case Opcode.text where messageOpcode != nil, Opcode.binary where messageOpcode != nil:
                 problem = (.protocolViolation, 1002, "new message started before the previous one ended")
             case Opcode.continuation, Opcode.text, Opcode.binary:
-                let soFar = messageOpcode == nil ? 0 : messageBytes.count
+                let soFar = messageOpcode == nil ? 0 : messageBytes.count + messageData.count
                 if head.payloadLength > limits.maximumFrameSize {
                     problem = (.limitExceeded, 1009,
                                "frame of \(head.payloadLength) bytes exceeds the \(limits.maximumFrameSize)-byte limit")
@@ -212,33 +242,57 @@ public struct WebSocketCodec: Sendable {
         return false
     }
 
-    private mutating func beginDataFrame(_ head: FrameHead, events: inout [WebSocketEvent], output: inout [UInt8]) {
+    /// Starts receiving a data frame's payload. Returns `true` when the frame was an empty final one
+    /// that completed (and delivered) its message.
+    @discardableResult
+    private mutating func beginDataFrame(_ head: FrameHead, events: inout [WebSocketEvent],
+                                         output: inout [UInt8]) -> Bool {
         if head.opcode != Opcode.continuation {
             messageOpcode = head.opcode
             messageFragments = 0
             utf8.reset()
-            // The frame length is known and already within the limits, so reserve it once.
-            if head.isFinal { messageBytes.reserveCapacity(head.payloadLength) }
+            // The length is known, so reserve it once; capped, so a 10-byte head announcing a huge frame
+            // that never comes cannot make us allocate the whole limit up front.
+            if head.isFinal {
+                let reservation = min(head.payloadLength, Self.retainedMessageCapacity * 16)
+                if head.opcode == Opcode.text {
+                    messageBytes.reserveCapacity(reservation)
+                } else {
+                    messageData.reserveCapacity(reservation)
+                }
+            }
         }
         messageFragments += 1
         guard head.payloadLength > 0 else {
-            if head.isFinal { deliverMessage(events: &events, output: &output) }
-            return
+            guard head.isFinal else { return false }
+            deliverMessage(events: &events, output: &output)
+            return true
         }
         frame = FrameProgress(remaining: head.payloadLength, consumed: 0, isFinal: head.isFinal,
                               maskKey: head.isMasked ? head.maskKey : nil)
+        return false
     }
 
     /// Copies (and unmasks, and for text validates) one piece of a data frame's payload into the message.
     private mutating func appendPayload(_ chunk: UnsafeRawBufferPointer, of progress: inout FrameProgress,
                                         events: inout [WebSocketEvent], output: inout [UInt8]) -> Bool {
-        let start = messageBytes.count
-        messageBytes.append(contentsOf: chunk)
-        let isText = messageOpcode == Opcode.text
-        let valid = messageBytes.withUnsafeMutableBytes { all -> Bool in
-            let piece = UnsafeMutableRawBufferPointer(rebasing: all[start...])
-            if let key = progress.maskKey { applyMask(piece, key: key, offset: progress.consumed) }
-            return !isText || utf8.validate(UnsafeRawBufferPointer(piece))
+        var valid = true
+        if messageOpcode == Opcode.text {
+            let start = messageBytes.count
+            messageBytes.append(contentsOf: chunk)
+            valid = messageBytes.withUnsafeMutableBytes { all -> Bool in
+                let piece = UnsafeMutableRawBufferPointer(rebasing: all[start...])
+                if let key = progress.maskKey { applyMask(piece, key: key, offset: progress.consumed) }
+                return utf8.validate(UnsafeRawBufferPointer(piece))
+            }
+        } else {
+            let start = messageData.count
+            messageData.append(chunk.assumingMemoryBound(to: UInt8.self))
+            if let key = progress.maskKey {
+                messageData.withUnsafeMutableBytes { all in
+                    applyMask(UnsafeMutableRawBufferPointer(rebasing: all[start...]), key: key, offset: progress.consumed)
+                }
+            }
         }
         progress.consumed += chunk.count
         progress.remaining -= chunk.count
@@ -258,7 +312,8 @@ public struct WebSocketCodec: Sendable {
             }
             events.append(.message(.text(String(decoding: messageBytes, as: UTF8.self))))
         } else {
-            events.append(.message(.binary(Data(messageBytes))))
+            events.append(.message(.binary(messageData)))
+            messageData = Data()
         }
         messageOpcode = nil
         messageFragments = 0
@@ -342,6 +397,7 @@ public struct WebSocketCodec: Sendable {
     private mutating func releaseBuffers() {
         pending = []
         messageBytes = []
+        messageData = Data()
         frame = nil
         messageOpcode = nil
     }

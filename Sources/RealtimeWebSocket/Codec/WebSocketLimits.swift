@@ -13,6 +13,7 @@ public struct WebSocketLimits: Sendable, Hashable {
     /// Frames in one fragmented message.
     public var maximumFragmentCount: Int
 
+    /// Defaults: 16 MiB per frame and per message, 65,536 fragments per message.
     public init(maximumFrameSize: Int = 16 << 20, maximumMessageSize: Int = 16 << 20,
                 maximumFragmentCount: Int = 65_536) {
         self.maximumFrameSize = maximumFrameSize

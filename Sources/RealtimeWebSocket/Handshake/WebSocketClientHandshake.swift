@@ -4,11 +4,13 @@ import RealtimeCore
 /// The client side of the HTTP/1.1 upgrade (RFC 6455 §4.1), without I/O: write `requestBytes()`, feed
 /// what the server answers to `receive(_:)` until it returns the negotiated connection or throws.
 public struct WebSocketClientHandshake: Sendable {
+    /// Where to connect: scheme, host, port, path and query.
     public let url: URL
     /// Extra request headers (cookies, authorization, …), sent as given after the upgrade headers.
     public let headers: [HTTPHeader]
     /// Subprotocols offered, in preference order.
     public let subprotocols: [String]
+    /// Sent as `Origin` when set.
     public let origin: String?
     /// The 16 random bytes behind `Sec-WebSocket-Key`.
     public let key: [UInt8]
@@ -293,7 +295,8 @@ public struct WebSocketClientHandshake: Sendable {
         var index = raw.startIndex
         while index < raw.endIndex {
             guard let lineEnd = raw[index...].firstIndex(of: 10) else { break }
-            let sizeText = String(decoding: raw[index..<lineEnd], as: UTF8.self)
+            let sizeLine = raw[index..<lineEnd]
+            let sizeText = String(decoding: sizeLine.last == 13 ? sizeLine.dropLast() : sizeLine, as: UTF8.self)
                 .split(separator: ";").first.map { $0.trimmingHTTPWhitespace() } ?? ""
             guard let size = Int(sizeText, radix: 16), size > 0 else { break }
             let start = lineEnd + 1

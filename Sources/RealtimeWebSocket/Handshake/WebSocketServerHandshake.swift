@@ -28,6 +28,7 @@ public struct WebSocketServerHandshake: Sendable {
     private var buffer: [UInt8] = []
     private var isFinished = false
 
+    /// A handshake waiting for the first bytes of a request.
     public init(maximumRequestSize: Int = 16_384) {
         self.maximumRequestSize = maximumRequestSize
     }

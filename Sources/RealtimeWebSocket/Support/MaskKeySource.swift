@@ -18,6 +18,7 @@ public struct MaskKeySource: Sendable {
     /// Replaces the CSPRNG in tests that need fixed keys.
     private let fixedKey: UInt32?
 
+    /// A source drawing from the system CSPRNG (the first key triggers the first batch).
     public init() { fixedKey = nil }
 
     /// Always returns `key` (its bytes in wire order). Only for tests of exact wire bytes.

@@ -12,6 +12,7 @@ public struct UTF8StreamValidator: Sendable, Hashable {
     /// Set at the first invalid byte; stays set until `reset()`.
     public private(set) var hasFailed = false
 
+    /// A validator at the start of a message.
     public init() {}
 
     /// `true` when everything fed so far is valid and no code point is cut short, so a message may end here.
