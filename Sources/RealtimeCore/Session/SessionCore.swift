@@ -38,7 +38,7 @@ enum Delivery: Sendable {
 }
 
 enum EngineEffect: Sendable {
-    case prepareRequest(connection: UInt64, attempt: Int)
+    case prepareRequest(connection: UInt64, @Sendable () async throws -> ConnectionRequest)
     case open(connection: UInt64, ConnectionRequest)
     case send(connection: UInt64, [TransportFrame])
     case close(connection: UInt64, code: Int, reason: String)
@@ -114,7 +114,11 @@ struct SessionCore: Sendable {
     /// Set by the engine before each round of inputs.
     var now: Duration = .zero
 
-    init(machine: any DialectMachine, policy: ReconnectPolicy, options: SessionOptions, defaultChannels: [ChannelID]) {
+    private let dialect: any RealtimeDialect
+
+    init(dialect: any RealtimeDialect, machine: any DialectMachine, policy: ReconnectPolicy, options: SessionOptions,
+         defaultChannels: [ChannelID]) {
+        self.dialect = dialect
         self.machine = machine
         self.policy = policy
         connectTimeout = options.connectTimeout
@@ -218,7 +222,12 @@ struct SessionCore: Sendable {
         phase = .preparing(connectionCounter)
         setState(.connecting, effects: &effects)
         schedule(.handshake, after: connectTimeout, effects: &effects)
-        effects.append(.prepareRequest(connection: connectionCounter, attempt: attempt))
+        switch dialect.connectionRequest(attempt: attempt) {
+        case .ready(let request):
+            handle(.requestPrepared(connection: connectionCounter, .success(request)), effects: &effects)
+        case .deferred(let prepare):
+            effects.append(.prepareRequest(connection: connectionCounter, prepare))
+        }
     }
 
     private mutating func disconnect(effects: inout [EngineEffect]) {

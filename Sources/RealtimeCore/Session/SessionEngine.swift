@@ -45,7 +45,7 @@ final class SessionEngine: Sendable {
         logLevel = options.logLevel
         highWatermark = max(1, options.deliveryHighWatermark)
         requestTimeout = options.requestTimeout
-        core = Locked(SessionCore(machine: dialect.makeMachine(),
+        core = Locked(SessionCore(dialect: dialect, machine: dialect.makeMachine(),
                                   policy: options.reconnectPolicy ?? dialect.reconnectPolicy,
                                   options: options, defaultChannels: dialect.defaultChannels))
     }
@@ -93,12 +93,11 @@ final class SessionEngine: Sendable {
         var deliveries: [Delivery] = []
         for effect in effects {
             switch effect {
-            case .prepareRequest(let connection, let attempt):
-                let dialect = self.dialect
+            case .prepareRequest(let connection, let prepare):
                 Task { [weak self] in
                     let result: Result<ConnectionRequest, RealtimeError>
                     do {
-                        result = .success(try await dialect.connectionRequest(attempt: attempt))
+                        result = .success(try await prepare())
                     } catch {
                         result = .failure(Self.wrap(error, doing: "building the connection request"))
                     }

@@ -7,7 +7,13 @@ import RealtimeCore
 /// what happens: accept, refuse, send frames, close. Everything is synchronous, so tests with a
 /// ``ManualClock`` and `DeliveryTarget.inline` are deterministic.
 public final class InMemoryTransport: RealtimeTransport {
-    private let state = Locked<(peers: [InMemoryPeer], onOpen: (@Sendable (InMemoryPeer) -> Void)?)>(([], nil))
+    private struct State {
+        var peers: [InMemoryPeer] = []
+        var onOpen: (@Sendable (InMemoryPeer) -> Void)?
+        var waiters: [(index: Int, continuation: CheckedContinuation<InMemoryPeer, Never>)] = []
+    }
+
+    private let state = Locked(State())
     private let autoAccept: Bool
 
     /// - Parameters:
@@ -32,13 +38,29 @@ public final class InMemoryTransport: RealtimeTransport {
     public func open(_ request: ConnectionRequest,
                      handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
         let peer = InMemoryPeer(request: request, index: state.withLock { $0.peers.count }, handler: handler)
-        let onOpen = state.withLock { state -> (@Sendable (InMemoryPeer) -> Void)? in
+        let (onOpen, ready) = state.withLock { state in
             state.peers.append(peer)
-            return state.onOpen
+            let ready = state.waiters.filter { $0.index < state.peers.count }
+            state.waiters.removeAll { $0.index < state.peers.count }
+            return (state.onOpen, ready)
         }
         onOpen?(peer)
         if autoAccept, peer.phase == .opening { peer.accept() }
+        for waiter in ready { waiter.continuation.resume(returning: state.withLock { $0.peers[waiter.index] }) }
         return peer.clientSide
+    }
+
+    /// Waits until connection number `index` (0-based) has been opened, and returns its peer.
+    /// Connection requests are built asynchronously, so tests wait here instead of sleeping.
+    public func peer(_ index: Int) async -> InMemoryPeer {
+        await withCheckedContinuation { continuation in
+            let existing = state.withLock { state -> InMemoryPeer? in
+                if index < state.peers.count { return state.peers[index] }
+                state.waiters.append((index, continuation))
+                return nil
+            }
+            if let existing { continuation.resume(returning: existing) }
+        }
     }
 }
 
