@@ -251,12 +251,14 @@ public struct WebSocketCodec: Sendable {
             messageOpcode = head.opcode
             messageFragments = 0
             utf8.reset()
-            // The frame length is known and already within the limits, so reserve it once.
+            // The length is known, so reserve it once; capped, so a 10-byte head announcing a huge frame
+            // that never comes cannot make us allocate the whole limit up front.
             if head.isFinal {
+                let reservation = min(head.payloadLength, Self.retainedMessageCapacity * 16)
                 if head.opcode == Opcode.text {
-                    messageBytes.reserveCapacity(head.payloadLength)
+                    messageBytes.reserveCapacity(reservation)
                 } else {
-                    messageData.reserveCapacity(head.payloadLength)
+                    messageData.reserveCapacity(reservation)
                 }
             }
         }
