@@ -59,8 +59,11 @@ enum JSONBenchmark {
                 guard let inner = envelope["data"]?.stringValue else { return 0 }
                 return try JSONValue.parse(inner).objectValue?.count ?? 0
             },
-            Row(name: "parse  JSONValue.decode(Envelope.self)") {
-                try parsed.decode(Envelope.self).event.utf8.count
+            Row(name: "parse  JSONValue.parse + decode(Envelope.self)") {
+                try JSONValue.parse(text).decode(Envelope.self, decoder: decoder).event.utf8.count
+            },
+            Row(name: "decode JSONValue.decode(Envelope.self)") {
+                try parsed.decode(Envelope.self, decoder: decoder).event.utf8.count
             },
             Row(name: "write  JSONSerialization (sorted keys)") {
                 try JSONSerialization.data(withJSONObject: foundationObject, options: [.sortedKeys]).count
