@@ -3,8 +3,9 @@ import Foundation
 /// Limits applied while parsing untrusted JSON.
 public struct JSONLimits: Sendable, Hashable {
     /// Deepest allowed nesting of arrays and objects. A document at exactly this depth parses; one
-    /// level deeper fails with `.invalidJSON`. The parser keeps its own stack, so a large limit
-    /// cannot overflow the thread's stack.
+    /// level deeper fails with `.invalidJSON`. The parser keeps its own stack, so parsing cannot
+    /// overflow the thread's stack whatever the limit; but comparing, serializing and freeing a
+    /// `JSONValue` recurse, so a tree tens of thousands of levels deep is unsafe on small stacks.
     public var maximumDepth: Int
 
     /// - Parameter maximumDepth: deepest allowed nesting of arrays and objects (512 by default).
@@ -34,7 +35,7 @@ extension JSONValue {
         try parse(text.utf8[...], limits: limits)
     }
 
-    /// Parses RFC 8259 JSON from UTF-8 bytes. See ``parse(_:limits:)-(String,_)`` for the rules.
+    /// Parses RFC 8259 JSON from UTF-8 bytes, by the rules of the `String` overload.
     public static func parse(_ bytes: [UInt8], limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
         let result = bytes.withUnsafeBytes { buffer in
             Result { () throws(RealtimeError) in try parse(buffer, limits: limits) }
@@ -169,18 +170,17 @@ struct JSONParser {
                     if isObject { containers[top].pendingName = try parseMemberName(after: "','") }
                     break
                 }
-                index += 1
                 if isObject {
                     guard byte == UInt8(ascii: "}") else {
-                        index -= 1
                         throw error("expected ',' or '}' after object member, found \(describe(byte))")
                     }
+                    index += 1
                     value = .object(containers.removeLast().members)
                 } else {
                     guard byte == UInt8(ascii: "]") else {
-                        index -= 1
                         throw error("expected ',' or ']' after array element, found \(describe(byte))")
                     }
+                    index += 1
                     let first = containers.removeLast().firstElement
                     value = .array(Array(elements[first...]))
                     elements.removeSubrange(first...)
