@@ -91,6 +91,32 @@ struct JSONParserTests {
         #expect(try JSONValue.parse("\"\(escapedLong)\"") == .string(String(repeating: "\"éé😀", count: 500)))
     }
 
+    @Test("escapes, raw UTF-8, control bytes and bad bytes are found at every position of long strings")
+    func specialBytesAtEveryPosition() throws {
+        // The string scanner reads eight bytes at a time; every lane and the tail must be checked.
+        let plain = Array("abcdefghijklmnopqrstuvwxyz0123".utf8)
+        for position in 0...plain.count {
+            var prefix = Array(plain[..<position])
+            let suffix = Array(plain[position...])
+            let expectedPrefix = String(decoding: prefix, as: UTF8.self)
+            let expectedSuffix = String(decoding: suffix, as: UTF8.self)
+
+            let escaped = [0x22] + prefix + Array(#"\"\\"#.utf8) + suffix + [0x22]
+            #expect(try JSONValue.parse(escaped) == .string(expectedPrefix + "\"\\" + expectedSuffix))
+
+            let raw = [0x22] + prefix + Array("é😀".utf8) + suffix + [0x22]
+            #expect(try JSONValue.parse(raw) == .string(expectedPrefix + "é😀" + expectedSuffix))
+
+            let escapedThenControl = [0x22] + Array(#"\n"#.utf8) + prefix + [0x01] + suffix + [0x22]
+            #expect(jsonError(escapedThenControl)?.context.offset == 3 + position)
+
+            prefix.insert(0x22, at: 0)
+            #expect(jsonError(prefix + [0x1F] + suffix + [0x22])?.context.offset == 1 + position)
+            #expect(jsonError(prefix + [0xFF] + suffix + [0x22])?.context.offset == 1 + position)
+            #expect(jsonError(prefix + suffix)?.context.offset == 1 + plain.count)
+        }
+    }
+
     @Test("bad UTF-8 reports the offset of the ill-formed sequence")
     func badUTF8() {
         var bytes = Array(#"{"event":"ok","data":"caf"#.utf8)

@@ -235,6 +235,8 @@ struct JSONParser {
         index += 1
         let start = index
         while index < bytes.count {
+            skipPlainText()
+            guard index < bytes.count else { break }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let string = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
@@ -257,8 +259,10 @@ struct JSONParser {
     /// into its own storage.
     private mutating func parseEscapedString(from start: Int) throws(RealtimeError) -> String {
         var end = index
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
-            end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1
+        while end < bytes.count {
+            end = nextQuoteOrBackslash(from: end)
+            guard end < bytes.count, bytes[end] != UInt8(ascii: "\"") else { break }
+            end += 2
         }
         var failure: RealtimeError?
         let string = String(unsafeUninitializedCapacity: min(end, bytes.count) - start) { output in
@@ -280,6 +284,8 @@ struct JSONParser {
         var runStart = index
         _ = output.initialize(fromContentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
         while index < bytes.count {
+            skipPlainText()
+            guard index < bytes.count else { break }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") {
                 let run = index - runStart
@@ -303,6 +309,53 @@ struct JSONParser {
             }
         }
         throw error("unexpected end of input inside a string, expected '\"'")
+    }
+
+    // Eight bytes at a time: each helper below returns 0x80 in every byte lane that matches.
+    private static let lowBits: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// Lanes equal to `byte`. A borrow can only mark lanes above a true match, so the lowest marked
+    /// lane is always exact.
+    @inline(__always)
+    private static func lanes(of word: UInt64, equalTo byte: UInt8) -> UInt64 {
+        let difference = word ^ (lowBits &* UInt64(byte))
+        return (difference &- lowBits) & ~difference & highBits
+    }
+
+    /// Moves `index` past printable ASCII that needs no attention inside a string (anything but
+    /// `"`, `\`, control characters and non-ASCII bytes).
+    @inline(__always)
+    private mutating func skipPlainText() {
+        guard let base = UnsafeRawPointer(bytes.baseAddress) else { return }
+        while index + 8 <= bytes.count {
+            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let control = (word &- Self.lowBits &* 0x20) & ~word & Self.highBits
+            let special = Self.lanes(of: word, equalTo: UInt8(ascii: "\"")) | Self.lanes(of: word, equalTo: UInt8(ascii: "\\"))
+                | control | (word & Self.highBits)
+            if special != 0 {
+                index += special.trailingZeroBitCount >> 3
+                return
+            }
+            index += 8
+        }
+    }
+
+    /// The position of the next `"` or `\` at or after `position`, or the end of the input.
+    private func nextQuoteOrBackslash(from position: Int) -> Int {
+        var position = position
+        if let base = UnsafeRawPointer(bytes.baseAddress) {
+            while position + 8 <= bytes.count {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+                let special = Self.lanes(of: word, equalTo: UInt8(ascii: "\"")) | Self.lanes(of: word, equalTo: UInt8(ascii: "\\"))
+                if special != 0 { return position + special.trailingZeroBitCount >> 3 }
+                position += 8
+            }
+        }
+        while position < bytes.count, bytes[position] != UInt8(ascii: "\""), bytes[position] != UInt8(ascii: "\\") {
+            position += 1
+        }
+        return position
     }
 
     /// Decodes the escape at `index` (a backslash) to UTF-8 at `output`; returns the bytes written
