@@ -215,6 +215,7 @@ struct JSONCorpusTests {
         #expect(try JSONValue.parse(text) == fromBytes)
         let framed = "42" + text + "]"
         #expect(try JSONValue.parse(framed.dropFirst(2).dropLast().utf8) == fromBytes)
+        #expect(try JSONValue.parse(Data(testCase.bytes)) == fromBytes)
         let fromBuffer = try testCase.bytes.withUnsafeBytes { buffer throws(RealtimeError) in try JSONValue.parse(buffer) }
         #expect(fromBuffer == fromBytes)
     }
@@ -225,6 +226,20 @@ struct JSONCorpusTests {
         #expect(error?.code == .invalidJSON)
         #expect(error?.context.offset == testCase.offset, "\(error?.message ?? "parsed")")
         #expect(error?.message.isEmpty == false)
+    }
+
+    @Test("array literals and Data bodies pick the right overload")
+    func overloads() throws {
+        #expect(try JSONValue.parse([0x5B, 0x31, 0x5D]) == [1])
+        #expect(try JSONValue.parse(Data("[2]".utf8)) == [2])
+        let error = jsonError([0x5B, 0x31])
+        #expect(error?.context.offset == 2)
+        do throws(RealtimeError) {
+            _ = try JSONValue.parse(Data("[1,]".utf8))
+            Issue.record("parsed a trailing comma")
+        } catch {
+            #expect(error.context.offset == 3)
+        }
     }
 
     @Test("doubles in the corpus keep their type: fraction or exponent means .double")

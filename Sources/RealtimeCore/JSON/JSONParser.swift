@@ -43,6 +43,15 @@ extension JSONValue {
         return try result.get()
     }
 
+    /// Parses RFC 8259 JSON from UTF-8 bytes such as an HTTP response body, by the rules of the
+    /// `String` overload.
+    public static func parse(_ data: Data, limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
+        let result = data.withUnsafeBytes { buffer in
+            Result { () throws(RealtimeError) in try parse(buffer, limits: limits) }
+        }
+        return try result.get()
+    }
+
     /// Parses RFC 8259 JSON from a slice of a string, for example a frame body after a packet prefix.
     /// Offsets in errors are counted from the start of the slice.
     public static func parse(_ utf8: Substring.UTF8View, limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {

@@ -25,6 +25,6 @@ extension JSONValue {
     ///   cannot be parsed (for example a non-finite number written with a custom strategy).
     public init(encoding value: some Encodable, encoder: JSONEncoder = JSONEncoder()) throws {
         let data = try encoder.encode(value)
-        self = try data.withUnsafeBytes { bytes throws(RealtimeError) in try JSONValue.parse(bytes) }
+        self = try JSONValue.parse(data)
     }
 }
