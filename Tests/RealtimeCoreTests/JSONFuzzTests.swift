@@ -26,7 +26,7 @@ struct JSONFuzzTests {
 
     @Test("random bytes never crash the parser")
     func randomBytes() {
-        var random = SeededGenerator(seed: 0xF0CC)
+        var random = JSONSeededGenerator(seed: 0xF0CC)
         var parsedCount = 0
         for _ in 0..<(4_000 * Self.scale) {
             let length = Int.random(in: 0...40, using: &random)
@@ -43,9 +43,9 @@ struct JSONFuzzTests {
 
     @Test("mutated valid documents never crash the parser")
     func mutatedDocuments() {
-        var random = SeededGenerator(seed: 0xBEEF)
+        var random = JSONSeededGenerator(seed: 0xBEEF)
         var documents = Self.seeds.map { Array($0.utf8) }
-        var generated = RandomJSON(seed: 99)
+        var generated = RandomJSONValues(seed: 99)
         for _ in 0..<30 { documents.append(Array(generated.value().serialized().utf8)) }
 
         var parsedCount = 0
@@ -97,7 +97,7 @@ struct JSONFuzzTests {
         return true
     }
 
-    private func mutate(_ bytes: inout [UInt8], using random: inout SeededGenerator) {
+    private func mutate(_ bytes: inout [UInt8], using random: inout JSONSeededGenerator) {
         let position = bytes.isEmpty ? 0 : Int.random(in: 0..<bytes.count, using: &random)
         let replacement = Self.alphabet[Int.random(in: 0..<Self.alphabet.count, using: &random)]
         switch Int.random(in: 0..<5, using: &random) {

@@ -173,7 +173,7 @@ struct JSONParserTests {
 
     @Test("decimal text converts to the nearest double, like the standard library")
     func doubleConversionMatchesStandardLibrary() throws {
-        var random = SeededGenerator(seed: 0xD0B1E)
+        var random = JSONSeededGenerator(seed: 0xD0B1E)
         for _ in 0..<3_000 {
             let digits = Int.random(in: 1...25, using: &random)
             var mantissa = String(Int.random(in: 1...9, using: &random))
@@ -190,7 +190,7 @@ struct JSONParserTests {
 
     @Test("every finite double reads back from its own description")
     func doubleDescriptionsRoundTrip() throws {
-        var random = SeededGenerator(seed: 42)
+        var random = JSONSeededGenerator(seed: 42)
         for _ in 0..<3_000 {
             let value = Double(bitPattern: random.next())
             guard value.isFinite else { continue }

@@ -76,7 +76,7 @@ struct JSONSerializerTests {
 
     @Test("parse(serialized()) gives back random values from a seeded generator")
     func randomRoundTrips() throws {
-        var random = RandomJSON(seed: 0x5EED)
+        var random = RandomJSONValues(seed: 0x5EED)
         for _ in 0..<2_000 {
             let value = random.value()
             let text = value.serialized()
@@ -89,7 +89,7 @@ struct JSONSerializerTests {
 
     @Test("serialized text is accepted by JSONSerialization too")
     func foundationAcceptsOutput() throws {
-        var random = RandomJSON(seed: 7)
+        var random = RandomJSONValues(seed: 7)
         for _ in 0..<300 {
             let value = random.value()
             let data = Data(value.serialized().utf8)

@@ -2,7 +2,7 @@ import Foundation
 import RealtimeCore
 
 /// A small, fast, seeded generator (SplitMix64) so random tests repeat exactly.
-struct SeededGenerator: RandomNumberGenerator {
+struct JSONSeededGenerator: RandomNumberGenerator {
     private var state: UInt64
 
     init(seed: UInt64) { state = seed }
@@ -33,10 +33,10 @@ func jsonError(_ bytes: [UInt8], limits: JSONLimits = .default) -> RealtimeError
 
 /// Random JSON values for round-trip and fuzz tests. Strings mix ASCII, characters that need
 /// escaping, multi-byte characters and emoji; doubles are any finite bit pattern.
-struct RandomJSON {
-    var generator: SeededGenerator
+struct RandomJSONValues {
+    var generator: JSONSeededGenerator
 
-    init(seed: UInt64) { generator = SeededGenerator(seed: seed) }
+    init(seed: UInt64) { generator = JSONSeededGenerator(seed: seed) }
 
     mutating func value(depth: Int = 0) -> JSONValue {
         let containerChance = depth < 5 ? 3 : 0
