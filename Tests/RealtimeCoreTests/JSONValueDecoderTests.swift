@@ -190,6 +190,10 @@ struct JSONValueDecoderTests {
         try failAlike(Bool.self, "1")
         try failAlike(String.self, "null")
         try failAlike(Everything.Mood.self, #""sad""#)
+        try failAlike(OptionalBox.self, #"{"count":"3"}"#)
+        try failAlike(OptionalBox.self, #"{"count":1,"line":{"sku":2}}"#)
+        try agree(OptionalBox.self, #"{"count":null,"line":{"sku":"A","unitCount":1},"flag":false}"#)
+        try agree(OptionalBox.self, "{}")
         try failAlike(Pair.self, "[1]")
         try agree(Pair.self, "[1,2]")
         try agree(Int.self, "1.0")
@@ -225,6 +229,12 @@ struct JSONValueDecoderTests {
         var intValue: Int? { nil }
         init(stringValue: String) { self.stringValue = stringValue }
         init?(intValue: Int) { nil }
+    }
+
+    struct OptionalBox: Decodable, Equatable {
+        var count: UInt8?
+        var line: JSONCodableTests.Order.Line?
+        var flag: Bool?
     }
 
     struct Pair: Decodable, Equatable {

@@ -359,6 +359,73 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decoder.decodeInteger(member(key), as: type, at: path(key)) }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try decoder.decode(type, from: member(key), at: path(key)) }
 
+    // One lookup per optional member instead of the default's three (contains, decodeNil, decode).
+    private func presentMember(_ key: Key) -> JSONValue? {
+        guard let value = members[key.stringValue], !value.isNull else { return nil }
+        return value
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeBool(value, at: path(key))
+    }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeString(value, at: path(key))
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeFloat(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeFloat(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decodeInteger(value, as: type, at: path(key))
+    }
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let value = presentMember(key) else { return nil }
+        return try decoder.decode(type, from: value, at: path(key))
+    }
+
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
         try JSONValueDecoder(value: member(key), options: decoder.options, codingPath: path(key)).container(keyedBy: type)
     }
