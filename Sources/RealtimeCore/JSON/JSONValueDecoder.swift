@@ -190,8 +190,8 @@ struct JSONValueDecoder: Decoder {
         return result
     }
 
-    func decodeFloat<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: JSONValue, as type: F.Type,
-                                                                         at path: @autoclosure () -> [any CodingKey]) throws -> F {
+    func decodeFloat<F: BinaryFloatingPoint>(_ value: JSONValue, as type: F.Type,
+                                             at path: @autoclosure () -> [any CodingKey]) throws -> F {
         switch value {
         case .integer(let integer):
             return F(integer)
