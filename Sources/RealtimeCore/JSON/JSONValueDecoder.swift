@@ -147,6 +147,7 @@ struct JSONValueDecoder: Decoder {
     // MARK: Values
 
     func decode<T: Decodable>(_ type: T.Type, from value: JSONValue, at path: [any CodingKey]) throws -> T {
+        if T.self == JSONValue.self { return value as! T }
         if T.self == Date.self { return try decodeDate(value, at: path) as! T }
         if T.self == Data.self { return try decodeData(value, at: path) as! T }
         if T.self == URL.self {
