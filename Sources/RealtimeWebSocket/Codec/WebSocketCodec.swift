@@ -378,7 +378,9 @@ public struct WebSocketCodec: Sendable {
     /// "never on the wire" (1005, 1006, 1015) and unassigned codes fail the connection with 1002.
     static func isValidReceivedCloseCode(_ code: Int) -> Bool {
         switch code {
-        case 1000...1003, 1007...1011, 3000...4999: true
+        // 1012–1014 are registered (service restart, try again later, bad gateway): servers send them
+        // during deploys, so they are closes, not protocol errors.
+        case 1000...1003, 1007...1014, 3000...4999: true
         default: false
         }
     }
