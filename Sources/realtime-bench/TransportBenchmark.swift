@@ -8,7 +8,7 @@ import Glibc
 /// `realtime-bench transport`: loopback throughput over ws:// and wss:// against a blaster child process,
 /// beside a parse-only floor measured in the same run, then 10,000 idle connections.
 ///
-/// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 3), `--idle N` (connections, default 10,000),
+/// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 5), `--idle N` (connections, default 10,000),
 /// `--skip-idle`, `--skip-tls`. Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
 enum TransportBenchmark {
     static let payloadSize = 150
@@ -36,7 +36,7 @@ enum TransportBenchmark {
         let floor = parseOnlyFloor(count: count)
         print(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
         // Alternating rounds, best of each: this machine is shared and noisy (±20 %).
-        let rounds = option("--rounds", in: arguments) ?? 3
+        let rounds = option("--rounds", in: arguments) ?? 5
         var plainRuns: [Throughput] = []
         var secureRuns: [Throughput] = []
         for _ in 0..<rounds {
@@ -56,6 +56,8 @@ enum TransportBenchmark {
             let wallSlowdown = 1 - secure.perSecond / plainRuns.map(\.perSecond).max()!
             print(String(format: "  wss vs ws (best rounds): %.1f %% fewer msg per client CPU-second, %.1f %% fewer msg/s (target ≤ 15 %%)",
                          slowdown * 100, wallSlowdown * 100))
+            let medianSlowdown = 1 - median(secureRuns.map(\.perCPUSecond)) / median(plainRuns.map(\.perCPUSecond))
+            print(String(format: "  wss vs ws (median rounds): %.1f %% fewer msg per client CPU-second", medianSlowdown * 100))
         }
         if !arguments.contains("--skip-idle") {
             try idleConnections(count: idle, certificates: nil)
@@ -216,6 +218,13 @@ enum TransportBenchmark {
     }
 
     // MARK: Helpers
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2]
+            : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
 
     static func option(_ name: String, in arguments: [String]) -> Int? {
         guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
