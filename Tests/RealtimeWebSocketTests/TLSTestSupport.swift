@@ -27,6 +27,7 @@ struct TLSTestCertificates: Sendable {
     }()
 
     static func make() throws(TLSTestFailure) -> TLSTestCertificates {
+        removeFoldersOfFinishedRuns()
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("realtime-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         do {
@@ -69,6 +70,17 @@ struct TLSTestCertificates: Sendable {
         return TLSTestCertificates(directory: directory)
     }
 
+    /// Each run's folder lives as long as its process; the next run removes those of processes that ended.
+    static func removeFoldersOfFinishedRuns() {
+        let temporary = FileManager.default.temporaryDirectory
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+        for name in names where name.hasPrefix("realtime-tls-") {
+            let parts = name.split(separator: "-")
+            guard parts.count == 4, let pid = Int32(parts[2]), pid != getpid(), kill(pid, 0) != 0 else { continue }
+            try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
+        }
+    }
+
     func pem(_ path: String) -> String {
         (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
     }
@@ -90,8 +102,8 @@ final class OpenSSLServer {
         port = probe.address.port
         SocketIO.closeFD(probe.fd)
         process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key,
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")  // env execs openssl: same pid
+        process.arguments = ["openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key,
                              "-www", "-naccept", "100"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

@@ -43,6 +43,7 @@ public final class WebSocketServer: Sendable {
         public var port: Int
         /// Present a certificate and speak `wss`.
         public var tls: TLSServerConfiguration?
+        /// Frame, message and fragment limits for what clients send.
         public var limits: WebSocketLimits
         /// Bytes that may wait to be written per connection before it fails with `.limitExceeded`.
         public var maximumBufferedBytes: Int
@@ -50,10 +51,12 @@ public final class WebSocketServer: Sendable {
         public var handshakeTimeout: Duration
         /// How long to wait for the client's close frame after sending ours.
         public var closeTimeout: Duration
+        /// Pending connections the kernel queues before `accept`.
         public var backlog: Int32
         /// The largest upgrade request accepted (a longer one gets 431).
         public var maximumRequestSize: Int
 
+        /// Defaults: 127.0.0.1 on an ephemeral port, plain `ws`.
         public init(host: String = "127.0.0.1", port: Int = 0, tls: TLSServerConfiguration? = nil,
                     limits: WebSocketLimits = WebSocketLimits(), maximumBufferedBytes: Int = 8 << 20,
                     handshakeTimeout: Duration = .seconds(10), closeTimeout: Duration = .seconds(5),
@@ -80,11 +83,14 @@ public final class WebSocketServer: Sendable {
         case closed(TransportClosure)
     }
 
+    /// Receives every connection's events, serially per connection.
     public typealias Handler = @Sendable (WebSocketServerConnection, Event) -> Void
+    /// Accepts or rejects one upgrade request.
     public typealias UpgradeDecider = @Sendable (WebSocketServerHandshake.Request) -> WebSocketUpgradeDecision
 
     /// The port the server listens on.
     public let port: Int
+    /// The settings the server was started with.
     public let configuration: Configuration
     private let group: EventLoopGroup
     private let ownsGroup: Bool

@@ -61,6 +61,8 @@ public final class WebSocketServerConnection: Sendable, Hashable {
     /// Bytes queued or encoded but not yet taken by the socket.
     public var bufferedAmount: Int { outbox.bufferedAmount }
 
+    /// Identity: the same accepted connection.
     public static func == (lhs: WebSocketServerConnection, rhs: WebSocketServerConnection) -> Bool { lhs === rhs }
+    /// Hashes the identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

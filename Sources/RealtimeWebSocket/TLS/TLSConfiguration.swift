@@ -26,6 +26,7 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// ALPN protocols offered; WebSocket upgrades are HTTP/1.1.
     public var applicationProtocols: [String]
 
+    /// Defaults: system roots, no extra roots, TLS 1.2 or later, ALPN `http/1.1`.
     public init(trustsSystemRoots: Bool = true, additionalTrustRoots: [TLSPEMSource] = [],
                 minimumVersion: TLSMinimumVersion = .tls12, applicationProtocols: [String] = ["http/1.1"]) {
         self.trustsSystemRoots = trustsSystemRoots
@@ -41,8 +42,10 @@ public struct TLSServerConfiguration: Sendable, Hashable {
     public var certificateChain: TLSPEMSource
     /// The leaf's private key (unencrypted PEM).
     public var privateKey: TLSPEMSource
+    /// The lowest TLS version accepted from clients.
     public var minimumVersion: TLSMinimumVersion
 
+    /// A server identity from PEM files or PEM text.
     public init(certificateChain: TLSPEMSource, privateKey: TLSPEMSource, minimumVersion: TLSMinimumVersion = .tls12) {
         self.certificateChain = certificateChain
         self.privateKey = privateKey

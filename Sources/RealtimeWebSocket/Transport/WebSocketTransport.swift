@@ -29,6 +29,8 @@ public final class WebSocketTransport: RealtimeTransport {
         /// The largest upgrade response accepted.
         public var maximumHandshakeResponseSize: Int
 
+        /// Defaults: verified TLS ≥ 1.2, 16 MiB frames and messages, 8 MiB write queue, 5 s close and
+        /// 10 s ping timeouts, 16 KiB upgrade responses.
         public init(tls: TLSConfiguration = TLSConfiguration(), limits: WebSocketLimits = WebSocketLimits(),
                     maximumBufferedBytes: Int = 8 << 20, closeTimeout: Duration = .seconds(5),
                     pingTimeout: Duration = .seconds(10), maximumHandshakeResponseSize: Int = 16_384) {
@@ -41,6 +43,7 @@ public final class WebSocketTransport: RealtimeTransport {
         }
     }
 
+    /// The settings every connection of this transport uses.
     public let configuration: Configuration
     private let group: Result<EventLoopGroup, RealtimeError>
     private let tlsContext = Locked<Result<TLSContext, RealtimeError>?>(nil)
@@ -61,6 +64,8 @@ public final class WebSocketTransport: RealtimeTransport {
         }
     }
 
+    /// Starts opening `request` (resolve, connect, TLS, upgrade within `request.connectTimeout`).
+    /// Failures, including a refused `ws://` to a remote host, arrive as the handler's one `.closed`.
     public func open(_ request: ConnectionRequest,
                      handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
         openConnection(request, handler: handler)
