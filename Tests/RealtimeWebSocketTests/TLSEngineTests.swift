@@ -137,3 +137,39 @@ extension Array where Element == UInt8 {
         return false
     }
 }
+
+@Suite("TLS engine with records split into single bytes")
+struct TLSEngineChunkingTests {
+    @Test("a handshake and 64 KiB of data survive one-byte deliveries")
+    func oneByteAtATime() throws {
+        let certificates = try TLSTestCertificates.shared.get()
+        let client = try TLSEngine(client: TLSContext(client: TLSConfiguration(
+            additionalTrustRoots: [.file(certificates.caCertificate)])), host: "localhost")
+        let server = try TLSEngine(server: TLSContext(server: TLSServerConfiguration(
+            certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey))))
+        func pump(_ from: TLSEngine, _ to: TLSEngine) {
+            var bytes: [UInt8] = []
+            from.drainCiphertext(into: &bytes)
+            for byte in bytes { [byte].withUnsafeBytes { to.receiveCiphertext($0) } }
+        }
+        for _ in 0..<20 where !(client.isHandshakeComplete && server.isHandshakeComplete) {
+            _ = try client.advanceHandshake()
+            pump(client, server)
+            _ = try server.advanceHandshake()
+            pump(server, client)
+        }
+        #expect(client.isHandshakeComplete && server.isHandshakeComplete)
+        let message = (0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try server.writePlaintext(message)
+        pump(server, client)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8192, alignment: 1)
+        defer { buffer.deallocate() }
+        var received: [UInt8] = []
+        while true {
+            let (count, stop) = try client.readPlaintext(into: buffer)
+            received += buffer[0..<count]
+            if stop != .bufferFull { break }
+        }
+        #expect(received == message)
+    }
+}

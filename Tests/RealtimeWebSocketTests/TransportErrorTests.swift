@@ -154,3 +154,52 @@ struct TransportErrorTests {
         #expect(connection.bufferedAmount == 0)
     }
 }
+
+@Suite("WebSocketTransport protocol duties")
+struct TransportProtocolDutyTests {
+    @Test("a ping from the server is answered with a masked pong carrying the same payload")
+    func answersPings() async throws {
+        let pong = EventQueue<[UInt8]>()
+        let server = try RawServer { peer in
+            peer.acceptUpgrade()
+            peer.write([0x89, 0x03] + Array("abc".utf8))
+            var header = [UInt8](repeating: 0, count: 2)
+            guard read(peer.fd, &header, 2) == 2 else { return pong.push([]) }
+            let length = Int(header[1] & 0x7F)
+            var rest = [UInt8](repeating: 0, count: 4 + length)
+            var got = 0
+            while got < rest.count {
+                let count = rest[got...].withUnsafeMutableBytes { read(peer.fd, $0.baseAddress, $0.count) }
+                if count <= 0 { break }
+                got += count
+            }
+            let key = Array(rest[0..<4])
+            let payload = rest[4...].enumerated().map { $0.element ^ key[$0.offset % 4] }
+            pong.push([header[0], header[1] & 0x80] + payload)
+            peer.waitForRelease()
+        }
+        defer { server.stop() }
+        let events = EventQueue<TransportEvent>()
+        let connection = WebSocketTransport().open(ConnectionRequest(url: server.url)) { events.push($0) }
+        let answer = await pong.next()
+        #expect(answer == [0x8A, 0x80] + Array("abc".utf8))  // FIN+pong, masked, same payload
+        connection.abort()
+        _ = await drainUntilClosed(events)
+    }
+
+    @Test("sends after close are ignored and the handler hears exactly one closed")
+    func nothingAfterClose() async throws {
+        let server = try makeEchoServer()
+        defer { server.stop() }
+        let events = EventQueue<TransportEvent>()
+        let connection = WebSocketTransport().open(ConnectionRequest(url: server.url)) { events.push($0) }
+        #expect(await events.next()?.isOpened == true)
+        connection.close(code: 1000, reason: "")
+        connection.send([.text("too late")])
+        connection.close(code: 1001, reason: "again")  // the first close wins
+        let (frames, closure) = await drainUntilClosed(events)
+        #expect(frames.isEmpty)
+        #expect(closure?.kind == .closedLocally(code: 1000, reason: ""))
+        #expect(await events.next(timeout: 0.3) == nil)
+    }
+}
