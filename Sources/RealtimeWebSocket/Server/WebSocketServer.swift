@@ -147,6 +147,9 @@ public final class WebSocketServer: Sendable {
         }
     }
 
+    /// A server that is no longer referenced stops: nothing could reach its connections any more.
+    deinit { stop() }
+
     /// `ws://host:port/` (or `wss://`) for clients.
     public var url: URL {
         let scheme = configuration.tls == nil ? "ws" : "wss"
@@ -157,7 +160,8 @@ public final class WebSocketServer: Sendable {
     /// Open connections right now.
     public var connectionCount: Int { connections.withLock { $0.count } }
 
-    /// Stops listening and aborts every connection (each reports `.closed`).
+    /// Stops listening and aborts every connection (each reports `.closed`). Also done when the server
+    /// is released.
     public func stop() {
         listenerLoop.execute { [listenerToken] context in
             (context.handler(listenerToken) as? Listener)?.close(in: context)
