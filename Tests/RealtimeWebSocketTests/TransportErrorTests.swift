@@ -203,3 +203,40 @@ struct TransportProtocolDutyTests {
         #expect(await events.next(timeout: 0.3) == nil)
     }
 }
+
+@Suite("WebSocketTransport ordering at the end of a connection")
+struct TransportEndingOrderTests {
+    @Test("a reply to the last message before a protocol error is written before our close frame")
+    func replyBeforeFailureClose() async throws {
+        let written = EventQueue<[UInt8]>()
+        let server = try RawServer { peer in
+            peer.acceptUpgrade()
+            // "a", then a frame with RSV1 set (no extension negotiated): one write, so one read.
+            peer.write([0x81, 0x01, 0x61, 0xC1, 0x01, 0x62])
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 256)
+            while true {
+                let count = read(peer.fd, &buffer, buffer.count)
+                if count <= 0 { break }
+                received += buffer[0..<count]
+            }
+            written.push(received)
+        }
+        defer { server.stop() }
+        let events = EventQueue<TransportEvent>()
+        let connection = Locked<(any TransportConnection)?>(nil)
+        let opened = WebSocketTransport().open(ConnectionRequest(url: server.url)) { event in
+            if case .received(let frames) = event { connection.withLock { $0 }?.send(frames) }  // echo
+            events.push(event)
+        }
+        connection.withLock { $0 = opened }
+        let (frames, closure) = await drainUntilClosed(events)
+        #expect(frames == [.text("a")])
+        #expect(closure?.error?.code == .protocolViolation)
+        let bytes = try #require(await written.next())
+        // First frame: masked text "a" (2 header bytes, 4 mask bytes, 1 payload); then the close frame.
+        #expect(bytes.count >= 7 + 2)
+        #expect(bytes.first == 0x81)
+        #expect(bytes.count > 7 && bytes[7] == 0x88)
+    }
+}

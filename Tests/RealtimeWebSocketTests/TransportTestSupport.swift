@@ -102,8 +102,8 @@ func makeEchoServer(group: EventLoopGroup? = nil, configuration: WebSocketServer
     throws -> WebSocketServer {
     try WebSocketServer(configuration: configuration, group: group, shouldUpgrade: shouldUpgrade) { connection, event in
         guard case .received(let frames) = event else { return }
-        let echoed = frames.filter { !react(connection, $0) }
-        if !echoed.isEmpty { connection.send(echoed) }
+        // Frame by frame, so a reaction that closes comes after the echoes before it.
+        for frame in frames where !react(connection, frame) { connection.send([frame]) }
     }
 }
 

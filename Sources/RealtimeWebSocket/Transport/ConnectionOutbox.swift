@@ -54,12 +54,14 @@ final class ConnectionOutbox: Sendable {
         }
     }
 
-    /// Queues frames, enforcing the limit. Returns true when the loop must be woken.
+    /// Queues frames, enforcing the limit; ignored once a close or abort was requested. Returns true when
+    /// the loop must be woken.
     func enqueue(_ frames: [TransportFrame]) -> Bool {
         var size = 0
         for frame in frames { size += frame.payloadCount }
         return update { state in
-            guard !state.overflowed else { return }
+            // Frames sent after close() would follow our close frame: dropped, like after the end.
+            guard !state.overflowed, state.closeRequest == nil, !state.abortRequested else { return }
             if state.queuedBytes + state.unsentBytes + size > maximumBufferedBytes {
                 state.overflowed = true
                 return

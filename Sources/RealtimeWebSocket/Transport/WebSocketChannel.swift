@@ -279,6 +279,15 @@ final class WebSocketChannel: LoopHandler {
     /// Delivers one batch for the read, then acts on a close the read revealed.
     private func finishRead(frames: [TransportFrame], in context: LoopContext) {
         if !frames.isEmpty, isActive || pendingClosure != nil { deliver(.received(frames)) }
+        if !bytesAfterBatch.isEmpty, isActive {
+            // The batch ended where the peer's close or a protocol error begins: send what the app
+            // answered to the batch first, then decode the rest, which writes our close frame.
+            let rest = bytesAfterBatch
+            bytesAfterBatch = []
+            encodeQueuedFrames()
+            var ignored: [TransportFrame] = []
+            rest.withUnsafeBytes { decode($0, frames: &ignored, in: context, mayDefer: false) }
+        }
         if let closure = pendingClosure {
             pendingClosure = nil
             finish(closure, in: context)
@@ -289,9 +298,15 @@ final class WebSocketChannel: LoopHandler {
 
     /// A closure decided in the middle of a read, reported after that read's frames.
     private var pendingClosure: TransportClosure?
+    /// Input from the close (or protocol error) on, decoded only after the app saw the messages before it.
+    private var bytesAfterBatch: [UInt8] = []
 
     private func receivePlaintext(_ bytes: UnsafeRawBufferPointer, frames: inout [TransportFrame], in context: LoopContext) {
         guard pendingClosure == nil else { return }
+        if !bytesAfterBatch.isEmpty {
+            bytesAfterBatch.append(contentsOf: bytes)
+            return
+        }
         switch phase {
         case .upgrading:
             upgrade(with: bytes, frames: &frames, in: context)
@@ -342,11 +357,25 @@ final class WebSocketChannel: LoopHandler {
         }
     }
 
-    private func decode(_ bytes: UnsafeRawBufferPointer, frames: inout [TransportFrame], in context: LoopContext) {
+    private func decode(_ bytes: UnsafeRawBufferPointer, frames: inout [TransportFrame], in context: LoopContext,
+                        mayDefer: Bool = true) {
         var events = context.codecEvents
         events.removeAll(keepingCapacity: true)
         var output: [UInt8] = []
+        let before = codec  // cheap: the codec's buffers are copy-on-write
         codec.receive(bytes, events: &events, output: &output)
+        if mayDefer, let ending = events.lastIndex(where: \.endsConnection) {
+            let messages = events[..<ending].count { if case .message = $0 { true } else { false } }
+            if messages > 0 {
+                // Replay up to the last message before the ending, so that replies the app sends to those
+                // messages go out before our close frame (Autobahn 3.x, 4.x, 5.15: echo, then fail).
+                codec = before
+                events.removeAll(keepingCapacity: true)
+                output.removeAll()
+                let used = codec.receive(bytes, maximumMessages: messages, events: &events, output: &output)
+                bytesAfterBatch = Array(UnsafeRawBufferPointer(rebasing: bytes[used...]))
+            }
+        }
         if !output.isEmpty { appendPlaintext(output) }
         for event in events {
             switch event {
@@ -518,6 +547,22 @@ final class WebSocketChannel: LoopHandler {
         writeOutbound(in: context)
     }
 
+    /// Encodes the frames the app queued so far (used before a close frame we are about to write).
+    private func encodeQueuedFrames() {
+        let frames = outbox.state.withLock { state -> [TransportFrame] in
+            defer {
+                state.unsentBytes += state.queuedBytes
+                state.queuedBytes = 0
+                state.frames = []
+            }
+            return state.frames
+        }
+        guard !frames.isEmpty else { return }
+        var plaintext: [UInt8] = []
+        for frame in frames { codec.encode(frame, into: &plaintext) }
+        appendPlaintext(plaintext)
+    }
+
     private func pongReceived(_ payload: [UInt8], in context: LoopContext) {
         guard payload.count == 8 else { return }  // unsolicited pongs are allowed and ignored
         let id = payload.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
@@ -583,5 +628,15 @@ final class WebSocketChannel: LoopHandler {
             fd = -1
         }
         interest = SelectorInterest(read: false, write: false)
+    }
+}
+
+extension WebSocketEvent {
+    /// A close or a protocol failure: nothing after it is decoded.
+    var endsConnection: Bool {
+        switch self {
+        case .closed, .failed: true
+        case .message, .ping, .pong: false
+        }
     }
 }
