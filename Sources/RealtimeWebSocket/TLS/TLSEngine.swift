@@ -215,6 +215,7 @@ package final class TLSEngine {
     }
 
     private let ssl: OpaquePointer
+    /// The engine's own input BIO; OpenSSL reads from it except while a read buffer is lent.
     private let incoming: OpaquePointer
     private let outgoing: OpaquePointer
     private let host: String?
@@ -241,6 +242,7 @@ package final class TLSEngine {
         _ = realtime_BIO_set_mem_eof_return(incoming, -1)
         _ = realtime_BIO_set_mem_eof_return(outgoing, -1)
         SSL_set_bio(ssl, incoming, outgoing)  // the SSL now owns both BIOs
+        BIO_up_ref(incoming)  // and we keep `incoming` across lent buffers (see withBorrowedCiphertext)
         self.ssl = ssl
         self.incoming = incoming
         self.outgoing = outgoing
@@ -262,12 +264,34 @@ package final class TLSEngine {
         }
     }
 
-    deinit { SSL_free(ssl) }
+    deinit {
+        SSL_free(ssl)
+        BIO_free(incoming)
+    }
 
     /// Feeds bytes read from the socket.
     package func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         _ = BIO_write(incoming, base, Int32(bytes.count))
+    }
+
+    /// Lets OpenSSL read `bytes` in place, without the copy into the input BIO, while `body` runs (which
+    /// should drain it); whatever is left afterwards is copied, since `bytes` is reused after this call.
+    package func withBorrowedCiphertext<Result>(_ bytes: UnsafeRawBufferPointer, _ body: () -> Result) -> Result {
+        guard let base = bytes.baseAddress, !bytes.isEmpty, realtime_BIO_ctrl_pending(incoming) == 0,
+              let borrowed = BIO_new_mem_buf(base, Int32(clamping: bytes.count)) else {
+            receiveCiphertext(bytes)
+            return body()
+        }
+        _ = realtime_BIO_set_mem_eof_return(borrowed, -1)
+        SSL_set0_rbio(ssl, borrowed)  // drops the SSL's reference to `incoming`; ours keeps it alive
+        let result = body()
+        var rest: UnsafeMutablePointer<CChar>?
+        let left = realtime_BIO_get_mem_data(borrowed, &rest)
+        if left > 0, let rest { _ = BIO_write(incoming, rest, Int32(left)) }
+        BIO_up_ref(incoming)
+        SSL_set0_rbio(ssl, incoming)  // frees `borrowed`
+        return result
     }
 
     /// Advances the handshake with what has been received; true once it is complete.

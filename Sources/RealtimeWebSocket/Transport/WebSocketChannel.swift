@@ -47,6 +47,9 @@ final class WebSocketChannel: LoopHandler {
         case finished
     }
 
+    /// Bytes per TLS socket read and per plaintext chunk handed to the codec.
+    static let tlsReadSize = 64 * 1024
+
     let token: UInt64
     private let outbox: ConnectionOutbox
     private let deliver: (TransportEvent) -> Void
@@ -222,7 +225,10 @@ final class WebSocketChannel: LoopHandler {
     // MARK: Reading
 
     private func readSocket(in context: LoopContext) {
-        let count = SocketIO.receive(fd, into: context.readBuffer)
+        // TLS reads are smaller so ciphertext, OpenSSL's record buffer and plaintext stay in cache.
+        let readSpace = tls == nil ? context.readBuffer
+            : UnsafeMutableRawBufferPointer(rebasing: context.readBuffer[0..<Self.tlsReadSize])
+        let count = SocketIO.receive(fd, into: readSpace)
         if count == -Int(EAGAIN) { return }
         if count < 0 {
             fail(SocketError.posix("recv", Int32(-count)), in: context)
@@ -239,7 +245,11 @@ final class WebSocketChannel: LoopHandler {
             finishRead(frames: frames, in: context)
             return
         }
-        tls.receiveCiphertext(bytes)
+        tls.withBorrowedCiphertext(bytes) { readTLSRecords(tls, in: context) }
+    }
+
+    /// Advances the TLS handshake and decodes every record the last read completed.
+    private func readTLSRecords(_ tls: TLSEngine, in context: LoopContext) {
         do throws(RealtimeError) {
             if case .tlsHandshake = phase {
                 let done = try tls.advanceHandshake()
@@ -256,7 +266,8 @@ final class WebSocketChannel: LoopHandler {
             }
             var frames: [TransportFrame] = []
             while isActive {
-                let (filled, stop) = try tls.readPlaintext(into: context.plaintextBuffer)
+                let (filled, stop) = try tls.readPlaintext(
+                    into: UnsafeMutableRawBufferPointer(rebasing: context.plaintextBuffer[0..<Self.tlsReadSize]))
                 if filled > 0 {
                     receivePlaintext(UnsafeRawBufferPointer(rebasing: context.plaintextBuffer[0..<filled]),
                                      frames: &frames, in: context)
