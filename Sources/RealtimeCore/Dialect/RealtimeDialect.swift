@@ -21,10 +21,12 @@ public protocol RealtimeDialect: Sendable {
     /// A fresh state machine for a new session.
     func makeMachine() -> Machine
 
-    /// The request for connection attempt `attempt` (0 for the first). Re-run before every attempt so
-    /// credentials can be refreshed. Throwing fails the attempt; a `RealtimeError` whose code is
-    /// `.connectionRefused` or `.authorizationFailed` fails the session.
-    func connectionRequest(attempt: Int) async throws -> ConnectionRequest
+    /// The request for connection attempt `attempt` (0 for the first 'connect', counting reconnects after).
+    /// Asked again before every attempt, so credentials can be refreshed: return `.ready` when no
+    /// asynchronous step is needed, `.deferred` to run one (a token provider) first. A deferred step that
+    /// throws fails the attempt; a `RealtimeError` whose code is `.connectionRefused` or
+    /// `.authorizationFailed` fails the session.
+    func connectionRequest(attempt: Int) -> ConnectionRequestPlan
 
     /// The transport to use, given the session's WebSocket transport. Dialects that carry their own
     /// framing over another medium (Engine.IO long-polling) wrap it; the default returns `base`.
@@ -40,6 +42,14 @@ extension RealtimeDialect {
     public var defaultChannels: [ChannelID] { [] }
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
     public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? { nil }
+}
+
+/// How the engine obtains the request for one connection attempt.
+public enum ConnectionRequestPlan: Sendable {
+    /// The request is known now; the attempt starts synchronously.
+    case ready(ConnectionRequest)
+    /// An asynchronous step (credentials) runs first.
+    case deferred(@Sendable () async throws -> ConnectionRequest)
 }
 
 /// Identifies an app request (`request`, or a dialect extension call) while it waits for its answer.

@@ -54,6 +54,8 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let channelUnavailable = Code(rawValue: "channel-unavailable")
         /// The server sent an error message that did not end the connection.
         public static let serverError = Code(rawValue: "server-error")
+        /// An app-supplied asynchronous step (an auth or credential provider) threw.
+        public static let operationFailed = Code(rawValue: "operation-failed")
         /// A message could not be decrypted.
         public static let decryptionFailed = Code(rawValue: "decryption-failed")
     }

@@ -1,0 +1,162 @@
+/// Every handler and observer of one session, keyed by ``HandlerID``.
+///
+/// Registration and removal are synchronous and safe from any thread. Dispatch takes a snapshot of the
+/// matching handlers under the lock (removing `once` handlers in the same critical section, so a `once`
+/// handler runs at most once even when two events race), then calls them outside the lock in
+/// registration order. Removing a handler while an event is being dispatched takes effect for the next
+/// event.
+public final class HandlerRegistry: Sendable {
+    /// A handler for received events.
+    public typealias EventHandler = @Sendable (RealtimeEvent) -> Void
+    /// An observer of connection state transitions: `(old, new)`.
+    public typealias StateHandler = @Sendable (ConnectionState, ConnectionState) -> Void
+    /// An observer of errors that did not necessarily end the session.
+    public typealias ErrorHandler = @Sendable (RealtimeError) -> Void
+
+    private struct Key: Hashable {
+        var channel: ChannelID?
+        var event: String?
+    }
+
+    private struct Entry {
+        let id: HandlerID
+        let sequence: UInt64
+        let key: Key
+        let once: Bool
+        let handler: EventHandler
+    }
+
+    private struct Storage {
+        var keys: [HandlerID: Key] = [:]
+        var index: [Key: [Entry]] = [:]
+        var stateObservers: [(id: HandlerID, handler: StateHandler)] = []
+        var errorObservers: [(id: HandlerID, handler: ErrorHandler)] = []
+        var nextSequence: UInt64 = 0
+
+        mutating func remove(_ id: HandlerID) -> Bool {
+            if let key = keys.removeValue(forKey: id) {
+                index[key]?.removeAll { $0.id == id }
+                if index[key]?.isEmpty == true { index[key] = nil }
+                return true
+            }
+            if let position = stateObservers.firstIndex(where: { $0.id == id }) {
+                stateObservers.remove(at: position)
+                return true
+            }
+            if let position = errorObservers.firstIndex(where: { $0.id == id }) {
+                errorObservers.remove(at: position)
+                return true
+            }
+            return false
+        }
+
+        /// Takes the matching entries out of `index[key]`'s `once` set and returns all matches.
+        mutating func take(_ key: Key, into matches: inout [Entry]) {
+            guard let entries = index[key] else { return }
+            matches.append(contentsOf: entries)
+            if entries.contains(where: \.once) {
+                let remaining = entries.filter { !$0.once }
+                for entry in entries where entry.once { keys[entry.id] = nil }
+                index[key] = remaining.isEmpty ? nil : remaining
+            }
+        }
+    }
+
+    private let storage = Locked(Storage())
+
+    public init() {}
+
+    /// Adds an event handler. `channel == nil` matches every channel (and connection-level events);
+    /// `event == nil` matches every event name.
+    @discardableResult
+    public func add(channel: ChannelID?, event: String?, once: Bool = false,
+                    _ handler: @escaping EventHandler) -> HandlerID {
+        let id = HandlerID()
+        let key = Key(channel: channel, event: event)
+        storage.withLock { storage in
+            let entry = Entry(id: id, sequence: storage.nextSequence, key: key, once: once, handler: handler)
+            storage.nextSequence += 1
+            storage.keys[id] = key
+            storage.index[key, default: []].append(entry)
+        }
+        return id
+    }
+
+    /// Adds a connection state observer.
+    @discardableResult
+    public func addStateObserver(_ handler: @escaping StateHandler) -> HandlerID {
+        let id = HandlerID()
+        storage.withLock { $0.stateObservers.append((id, handler)) }
+        return id
+    }
+
+    /// Adds an error observer.
+    @discardableResult
+    public func addErrorObserver(_ handler: @escaping ErrorHandler) -> HandlerID {
+        let id = HandlerID()
+        storage.withLock { $0.errorObservers.append((id, handler)) }
+        return id
+    }
+
+    /// Removes the handler or observer with `id`. Returns `false` if there was none.
+    @discardableResult
+    public func remove(id: HandlerID) -> Bool {
+        storage.withLock { $0.remove(id) }
+    }
+
+    /// Removes every handler registered for exactly `event` in `channel` (`nil`: the session scope).
+    public func remove(event: String, channel: ChannelID?) {
+        storage.withLock { storage in
+            let key = Key(channel: channel, event: event)
+            for entry in storage.index[key] ?? [] { storage.keys[entry.id] = nil }
+            storage.index[key] = nil
+        }
+    }
+
+    /// Removes every event handler registered in `channel` (`nil`: the session scope; observers stay).
+    public func removeAll(channel: ChannelID?) {
+        storage.withLock { storage in
+            for key in storage.index.keys where key.channel == channel {
+                for entry in storage.index[key] ?? [] { storage.keys[entry.id] = nil }
+                storage.index[key] = nil
+            }
+        }
+    }
+
+    /// Removes every handler and observer.
+    public func removeEverything() {
+        storage.withLock { $0 = Storage(nextSequence: $0.nextSequence) }
+    }
+
+    /// How many handlers and observers are registered.
+    public var count: Int {
+        storage.withLock { $0.keys.count + $0.stateObservers.count + $0.errorObservers.count }
+    }
+
+    /// Calls every handler matching `event`, in registration order, outside the lock.
+    public func dispatch(_ event: RealtimeEvent) {
+        var matches: [Entry] = []
+        storage.withLock { storage in
+            if let channel = event.channel {
+                storage.take(Key(channel: channel, event: event.name), into: &matches)
+                storage.take(Key(channel: channel, event: nil), into: &matches)
+            }
+            storage.take(Key(channel: nil, event: event.name), into: &matches)
+            storage.take(Key(channel: nil, event: nil), into: &matches)
+        }
+        if matches.count > 1 { matches.sort { $0.sequence < $1.sequence } }
+        for entry in matches { entry.handler(event) }
+    }
+
+    /// Calls every state observer with a transition.
+    public func dispatchState(from old: ConnectionState, to new: ConnectionState) {
+        let observers = storage.withLock { $0.stateObservers }
+        for observer in observers { observer.handler(old, new) }
+    }
+
+    /// Calls every error observer.
+    public func dispatchError(_ error: RealtimeError) {
+        let observers = storage.withLock { $0.errorObservers }
+        for observer in observers { observer.handler(error) }
+    }
+}

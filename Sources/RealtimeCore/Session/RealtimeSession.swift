@@ -1,0 +1,285 @@
+import Foundation
+
+/// A connection to a realtime server in one dialect (Pusher/Bird, Socket.IO, Action Cable).
+///
+/// The session owns the connection, reconnects by its ``ReconnectPolicy``, re-joins channels after every
+/// reconnect, buffers sends while it cannot send, and calls handlers in wire order on its delivery target.
+/// Its type does not depend on the dialect, so moving to another backend changes only the initializer.
+///
+/// ```swift
+/// let session = RealtimeSession(dialect: .socketIO(url: url), transport: WebSocketTransport())
+/// let chat = session.channel("/chat")
+/// let id = chat.on("message") { event in print(event.data) }
+/// try await session.connect()
+/// try await chat.send("message", "hello")
+/// chat.off(id: id)
+/// ```
+///
+/// Every method is safe to call from any thread. Releasing the session closes its connection.
+public final class RealtimeSession: Sendable {
+    let engine: SessionEngine
+
+    /// Makes a session; it does not connect until ``connect()`` or ``start()``.
+    public init(dialect: some RealtimeDialect, transport: any RealtimeTransport, options: SessionOptions = .init()) {
+        engine = SessionEngine(dialect: dialect, transport: transport, options: options)
+    }
+
+    deinit {
+        engine.shutdown()
+    }
+
+    /// The current connection state.
+    public var state: ConnectionState { engine.state }
+
+    /// The server's id for the current connection (Pusher socket id, Engine.IO sid), when connected.
+    public var connectionID: String? { engine.connectionID }
+
+    /// Sends and requests waiting for the connection or for their channel.
+    public var bufferedSendCount: Int { engine.bufferedSendCount }
+
+    /// The dialect's short name.
+    public var dialectName: String { engine.dialectName }
+
+    /// Connects and waits until the dialect's handshake completes. Failed attempts are retried by the
+    /// reconnect policy while this waits; it throws when the session fails or the app disconnects.
+    public func connect() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            engine.submit(.connect { result in continuation.resume(with: result.mapError { $0 }) })
+        }
+    }
+
+    /// Starts connecting without waiting.
+    public func start() {
+        engine.submit(.connect(nil))
+    }
+
+    /// Closes the connection and stays disconnected: no reconnect fires until ``connect()`` is called
+    /// again. Buffered sends and pending requests fail with `.disconnected`.
+    public func disconnect() {
+        engine.submit(.disconnect)
+    }
+
+    /// The channel `id`, joined now and re-joined after every reconnect until ``RealtimeChannel/leave()``.
+    /// Calling it again for the same id returns an equivalent handle (and re-joins a failed channel).
+    public func channel(_ id: ChannelID) -> RealtimeChannel {
+        engine.submit(.subscribe(id))
+        return RealtimeChannel(id: id, engine: engine)
+    }
+
+    // MARK: Handlers
+
+    /// Calls `handler` for every event named `event`, on any channel.
+    @discardableResult
+    public func on(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: nil, event: event, handler)
+    }
+
+    /// Calls `handler` for the next event named `event` only, on any channel.
+    @discardableResult
+    public func once(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: nil, event: event, once: true, handler)
+    }
+
+    /// Calls `handler` for every event.
+    @discardableResult
+    public func onAny(perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: nil, event: nil, handler)
+    }
+
+    /// Removes the handler or observer `id`, wherever it was registered. Safe inside a handler; it takes
+    /// effect from the next event.
+    public func off(id: HandlerID) {
+        engine.registry.remove(id: id)
+    }
+
+    /// Removes the session-scope handlers for `event`.
+    public func off(_ event: String) {
+        engine.registry.remove(event: event, channel: nil)
+    }
+
+    /// Removes every handler and observer, on the session and on every channel.
+    public func removeAllHandlers() {
+        engine.registry.removeEverything()
+    }
+
+    /// Observes connection state transitions: `(old, new)`, each reported once, in order.
+    @discardableResult
+    public func onStateChange(_ handler: @escaping @Sendable (ConnectionState, ConnectionState) -> Void) -> HandlerID {
+        engine.registry.addStateObserver(handler)
+    }
+
+    /// Observes errors: refused subscriptions, server error messages, the failure that ended the session.
+    @discardableResult
+    public func onError(_ handler: @escaping @Sendable (RealtimeError) -> Void) -> HandlerID {
+        engine.registry.addErrorObserver(handler)
+    }
+
+    // MARK: Async sequences
+
+    /// Every event named `name` (every event when `nil`), as an async sequence. The handler behind it is
+    /// removed when the iteration ends.
+    public func events(_ name: String? = nil,
+                       bufferingPolicy: AsyncStream<RealtimeEvent>.Continuation.BufferingPolicy = .unbounded)
+        -> AsyncStream<RealtimeEvent> {
+        engine.stream(channel: nil, event: name, bufferingPolicy: bufferingPolicy)
+    }
+
+    /// The current state, then every new state.
+    public var states: AsyncStream<ConnectionState> {
+        let registry = engine.registry
+        let engine = self.engine
+        return AsyncStream { continuation in
+            let id = registry.addStateObserver { _, new in continuation.yield(new) }
+            continuation.yield(engine.state)
+            continuation.onTermination = { _ in registry.remove(id: id) }
+        }
+    }
+
+    /// Errors as they are reported.
+    public var errors: AsyncStream<RealtimeError> {
+        let registry = engine.registry
+        return AsyncStream { continuation in
+            let id = registry.addErrorObserver { continuation.yield($0) }
+            continuation.onTermination = { _ in registry.remove(id: id) }
+        }
+    }
+
+    // MARK: Dialect extensions
+
+    /// Runs a dialect-specific command (Pusher `signin`, …) once connected and waits for its answer.
+    /// Adapters wrap this in typed methods; apps rarely call it directly.
+    public func dialectCommand(_ name: String, payload: JSONValue = .null,
+                               timeout: Duration? = nil) async throws -> [JSONValue] {
+        let timeout = timeout ?? engine.requestTimeout
+        return try await withCheckedThrowingContinuation { continuation in
+            engine.submit(.custom(name: name, payload: payload, timeout: timeout) { result in
+                continuation.resume(with: result.mapError { $0 })
+            })
+        }
+    }
+
+    /// Logs through the session's hook (redacted). For adapters.
+    public func log(_ level: LogLevel, _ message: String) {
+        engine.log(level, message)
+    }
+}
+
+/// A channel of a session: a Pusher channel, a Socket.IO namespace or an Action Cable subscription.
+///
+/// A lightweight handle: copies refer to the same channel. Handlers registered here only see events of
+/// this channel and survive reconnects.
+public struct RealtimeChannel: Sendable {
+    public let id: ChannelID
+    let engine: SessionEngine
+
+    /// The channel's current state.
+    public var state: ChannelState { engine.channelState(id) ?? .left }
+
+    /// Waits until the server confirms the channel. Returns the dialect's `recovered` flag.
+    @discardableResult
+    public func subscribed() async throws -> Bool? {
+        try await withCheckedThrowingContinuation { continuation in
+            engine.submit(.awaitSubscription(id) { result in continuation.resume(with: result.mapError { $0 }) })
+        }
+    }
+
+    /// Leaves the channel. Its handlers stay registered; buffered sends fail with `.channelUnavailable`.
+    public func leave() {
+        engine.submit(.unsubscribe(id))
+    }
+
+    // MARK: Sending
+
+    /// Sends `event` with `arguments` (Pusher and Action Cable use the first as `data`). Returns once the
+    /// message is written, or throws: buffered too long (`.timedOut`), buffer full, session disconnected or
+    /// failed, channel unavailable, or refused by the dialect's rules (`.invalidArgument`, `.unsupported`).
+    /// A `volatile` message is dropped instead of buffered when it cannot be sent right away.
+    public func send(_ event: String, arguments: [JSONValue], volatile: Bool = false) async throws {
+        let message = OutgoingMessage(channel: id, event: event, arguments: arguments, volatile: volatile)
+        if let error = engine.validate(message, expectsReply: false) { throw error }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            engine.submit(.send(message) { result in continuation.resume(with: result.mapError { $0 }) })
+        }
+    }
+
+    /// Sends `event` with the given arguments.
+    public func send(_ event: String, _ arguments: JSONValue...) async throws {
+        try await send(event, arguments: arguments)
+    }
+
+    /// Sends `event` with `value` encoded as JSON.
+    public func send(_ event: String, encoding value: some Encodable, encoder: JSONEncoder = JSONEncoder()) async throws {
+        try await send(event, arguments: [JSONValue(encoding: value, encoder: encoder)])
+    }
+
+    /// Sends `event` and waits for the server's acknowledgement (Socket.IO). Throws `.timedOut` when no
+    /// answer comes within `timeout`, `.unsupported` on dialects without acknowledgements.
+    public func request(_ event: String, arguments: [JSONValue], timeout: Duration? = nil) async throws -> [JSONValue] {
+        let message = OutgoingMessage(channel: id, event: event, arguments: arguments)
+        if let error = engine.validate(message, expectsReply: true) { throw error }
+        let timeout = timeout ?? engine.requestTimeout
+        return try await withCheckedThrowingContinuation { continuation in
+            engine.submit(.request(message, timeout: timeout) { result in
+                continuation.resume(with: result.mapError { $0 })
+            })
+        }
+    }
+
+    /// Sends `event` with the given arguments and waits for the acknowledgement.
+    public func request(_ event: String, _ arguments: JSONValue..., timeout: Duration? = nil) async throws -> [JSONValue] {
+        try await request(event, arguments: arguments, timeout: timeout)
+    }
+
+    // MARK: Handlers
+
+    /// Calls `handler` for every event named `event` on this channel.
+    @discardableResult
+    public func on(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: id, event: event, handler)
+    }
+
+    /// Calls `handler` for the next event named `event` on this channel only.
+    @discardableResult
+    public func once(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: id, event: event, once: true, handler)
+    }
+
+    /// Calls `handler` for every event on this channel.
+    @discardableResult
+    public func onAny(perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: id, event: nil, handler)
+    }
+
+    /// Removes the handler `id`.
+    public func off(id handlerID: HandlerID) {
+        engine.registry.remove(id: handlerID)
+    }
+
+    /// Removes this channel's handlers for `event`.
+    public func off(_ event: String) {
+        engine.registry.remove(event: event, channel: id)
+    }
+
+    /// Removes every handler of this channel.
+    public func removeAllHandlers() {
+        engine.registry.removeAll(channel: id)
+    }
+
+    /// Events of this channel named `name` (all when `nil`) as an async sequence.
+    public func events(_ name: String? = nil,
+                       bufferingPolicy: AsyncStream<RealtimeEvent>.Continuation.BufferingPolicy = .unbounded)
+        -> AsyncStream<RealtimeEvent> {
+        engine.stream(channel: id, event: name, bufferingPolicy: bufferingPolicy)
+    }
+}
+
+extension SessionEngine {
+    func stream(channel: ChannelID?, event: String?,
+                bufferingPolicy: AsyncStream<RealtimeEvent>.Continuation.BufferingPolicy) -> AsyncStream<RealtimeEvent> {
+        let registry = self.registry
+        return AsyncStream(bufferingPolicy: bufferingPolicy) { continuation in
+            let id = registry.add(channel: channel, event: event) { continuation.yield($0) }
+            continuation.onTermination = { _ in registry.remove(id: id) }
+        }
+    }
+}

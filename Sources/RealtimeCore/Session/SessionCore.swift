@@ -1,0 +1,829 @@
+import Foundation
+
+/// The session engine's logic as a value: inputs in, effects out, no I/O and no clock of its own.
+///
+/// `SessionEngine` feeds it one input at a time (serialized by its mailbox) and carries out the effects.
+
+typealias Completion<Value: Sendable> = @Sendable (Result<Value, RealtimeError>) -> Void
+
+enum EngineInput: Sendable {
+    case connect(Completion<Void>?)
+    case disconnect
+    case subscribe(ChannelID)
+    case awaitSubscription(ChannelID, Completion<Bool?>)
+    case unsubscribe(ChannelID)
+    case send(OutgoingMessage, Completion<Void>)
+    case request(OutgoingMessage, timeout: Duration, Completion<[JSONValue]>)
+    case custom(name: String, payload: JSONValue, timeout: Duration, Completion<[JSONValue]>)
+    case acknowledge(connection: UInt64, AckToken, [JSONValue])
+    case requestPrepared(connection: UInt64, Result<ConnectionRequest, RealtimeError>)
+    case transport(connection: UInt64, TransportEvent)
+    case timer(EngineTimer, serial: UInt64)
+    case workFinished(connection: UInt64, WorkID, Result<JSONValue, RealtimeError>)
+}
+
+enum EngineTimer: Hashable, Sendable {
+    case reconnect
+    case handshake
+    case liveness
+    case sendDeadline(UInt64)
+    case requestDeadline(RequestID)
+    case dialect(TimerKey)
+}
+
+enum Delivery: Sendable {
+    case event(RealtimeEvent, connection: UInt64)
+    case state(ConnectionState, ConnectionState)
+    case error(RealtimeError)
+}
+
+enum EngineEffect: Sendable {
+    case prepareRequest(connection: UInt64, @Sendable () async throws -> ConnectionRequest)
+    case open(connection: UInt64, ConnectionRequest)
+    case send(connection: UInt64, [TransportFrame])
+    case close(connection: UInt64, code: Int, reason: String)
+    case abort(connection: UInt64)
+    case schedule(EngineTimer, serial: UInt64, after: Duration)
+    case cancel(EngineTimer)
+    case work(connection: UInt64, DialectWork)
+    case deliver(Delivery)
+    case complete(@Sendable () -> Void)
+    case log(LogLevel, String)
+}
+
+struct SessionCore: Sendable {
+    private enum Phase: Equatable {
+        case idle
+        case preparing(UInt64)
+        case opening(UInt64)
+        case open(UInt64, handshakeDone: Bool)
+    }
+
+    private struct BufferedSend: Sendable {
+        enum Kind: Sendable {
+            case send(serial: UInt64, Completion<Void>)
+            case request(RequestID)
+        }
+        var message: OutgoingMessage
+        var kind: Kind
+    }
+
+    private struct ChannelRecord: Sendable {
+        var state: ChannelState = .pending
+        var queue: [BufferedSend] = []
+        var waiters: [Completion<Bool?>] = []
+    }
+
+    private struct PendingRequest: Sendable {
+        var completion: Completion<[JSONValue]>
+        /// The connection the request was written on; `nil` while buffered.
+        var sentOn: UInt64?
+        /// For dialect-specific commands waiting for the connection.
+        var custom: (name: String, payload: JSONValue)?
+    }
+
+    // Configuration
+    private let policy: ReconnectPolicy
+    private let connectTimeout: Duration
+    private let sendBufferLimit: Int
+    private let sendTimeout: Duration
+
+    // State
+    private var machine: any DialectMachine
+    private var random: EngineRandom
+    private(set) var state: ConnectionState = .initialized
+    private(set) var connectionID: String?
+    private var phase: Phase = .idle
+    private var connectionCounter: UInt64 = 0
+    private var attempt = 0
+    private var firstFailureAt: Duration?
+    private var connectWaiters: [Completion<Void>] = []
+    private var channels: [ChannelID: ChannelRecord] = [:]
+    private var channelOrder: [ChannelID] = []
+    private var requests: [RequestID: PendingRequest] = [:]
+    private var customQueue: [RequestID] = []
+    private var bufferedCount = 0
+    private var nextSerial: UInt64 = 0
+    private var timerSerials: [EngineTimer: UInt64] = [:]
+    private var liveness: LivenessRule = .none
+    private var lastReceivedAt: Duration = .zero
+    private var pingSentAt: Duration?
+    private var actions: [DialectAction] = []
+    private var lastEndDescription = ""
+
+    /// Set by the engine before each round of inputs.
+    var now: Duration = .zero
+
+    private let dialect: any RealtimeDialect
+
+    init(dialect: any RealtimeDialect, machine: any DialectMachine, policy: ReconnectPolicy, options: SessionOptions,
+         defaultChannels: [ChannelID]) {
+        self.dialect = dialect
+        self.machine = machine
+        self.policy = policy
+        connectTimeout = options.connectTimeout
+        sendBufferLimit = options.sendBufferLimit
+        sendTimeout = options.sendTimeout
+        random = EngineRandom(options.randomSource)
+        for channel in defaultChannels where channels[channel] == nil {
+            channels[channel] = ChannelRecord()
+            channelOrder.append(channel)
+        }
+    }
+
+    /// The current state of `channel`, or `nil` when the app never joined it.
+    func channelState(_ channel: ChannelID) -> ChannelState? { channels[channel]?.state }
+
+    /// Channels the session holds, in the order they were joined.
+    var joinedChannels: [ChannelID] { channelOrder }
+
+    /// Sends and requests waiting for the connection or their channel.
+    var bufferedSendCount: Int { bufferedCount }
+
+    private var handshakeDone: Bool {
+        if case .open(_, true) = phase { return true }
+        return false
+    }
+
+    private var currentConnection: UInt64? {
+        switch phase {
+        case .idle: return nil
+        case .preparing(let id), .opening(let id), .open(let id, _): return id
+        }
+    }
+
+    // MARK: Inputs
+
+    mutating func handle(_ input: EngineInput, effects: inout [EngineEffect]) {
+        switch input {
+        case .connect(let completion):
+            connect(completion, effects: &effects)
+        case .disconnect:
+            disconnect(effects: &effects)
+        case .subscribe(let channel):
+            subscribe(channel, effects: &effects)
+        case .awaitSubscription(let channel, let completion):
+            awaitSubscription(channel, completion, effects: &effects)
+        case .unsubscribe(let channel):
+            unsubscribe(channel, effects: &effects)
+        case .send(let message, let completion):
+            send(message, completion, effects: &effects)
+        case .request(let message, let timeout, let completion):
+            request(message, timeout: timeout, completion, effects: &effects)
+        case .custom(let name, let payload, let timeout, let completion):
+            custom(name: name, payload: payload, timeout: timeout, completion, effects: &effects)
+        case .acknowledge(let connection, let token, let arguments):
+            guard case .open(connection, true) = phase else { return }
+            runMachine(effects: &effects) { $0.handle(.acknowledge(token, arguments), actions: &$1) }
+        case .requestPrepared(let connection, let result):
+            guard phase == .preparing(connection) else { return }
+            switch result {
+            case .success(let request):
+                phase = .opening(connection)
+                effects.append(.log(.debug, "opening \(request.url.absoluteString)"))
+                effects.append(.open(connection: connection, request))
+            case .failure(let error):
+                let end: ConnectionEnd = (error.code == .connectionRefused || error.code == .authorizationFailed)
+                    ? .terminal(error) : .backoff(minimum: .zero)
+                lastEndDescription = error.description
+                phase = .idle
+                cancel(.handshake, effects: &effects)
+                proceed(after: end, effects: &effects)
+            }
+        case .transport(let connection, let event):
+            guard currentConnection == connection else { return }
+            transportEvent(event, connection: connection, effects: &effects)
+        case .timer(let timer, let serial):
+            guard timerSerials[timer] == serial else { return }
+            timerSerials[timer] = nil
+            timerFired(timer, effects: &effects)
+        case .workFinished(let connection, let id, let result):
+            guard case .open(connection, _) = phase else { return }
+            runMachine(effects: &effects) { $0.workFinished(id, result: result, actions: &$1) }
+        }
+    }
+
+    private mutating func connect(_ completion: Completion<Void>?, effects: inout [EngineEffect]) {
+        switch state {
+        case .connected:
+            if let completion { effects.append(.complete { completion(.success(())) }) }
+        case .connecting, .reconnecting:
+            if let completion { connectWaiters.append(completion) }
+        case .initialized, .disconnected, .failed:
+            if let completion { connectWaiters.append(completion) }
+            attempt = 0
+            firstFailureAt = nil
+            startAttempt(effects: &effects)
+        }
+    }
+
+    private mutating func startAttempt(effects: inout [EngineEffect]) {
+        connectionCounter += 1
+        phase = .preparing(connectionCounter)
+        setState(.connecting, effects: &effects)
+        schedule(.handshake, after: connectTimeout, effects: &effects)
+        switch dialect.connectionRequest(attempt: attempt) {
+        case .ready(let request):
+            handle(.requestPrepared(connection: connectionCounter, .success(request)), effects: &effects)
+        case .deferred(let prepare):
+            effects.append(.prepareRequest(connection: connectionCounter, prepare))
+        }
+    }
+
+    private mutating func disconnect(effects: inout [EngineEffect]) {
+        if case .disconnected = state { return }
+        endConnectionLocally(TransportClosure(.closedLocally(code: 1000, reason: "client disconnect")),
+                             effects: &effects)
+        cancel(.reconnect, effects: &effects)
+        setState(.disconnected, effects: &effects)
+        let error = RealtimeError(.disconnected, "the app disconnected the session")
+        abandonPendingWork(with: error, effects: &effects)
+    }
+
+    /// Closes the current connection from this side and resets the machine at once, so that a later
+    /// attempt starts clean whatever the old transport still reports.
+    private mutating func endConnectionLocally(_ closure: TransportClosure, effects: inout [EngineEffect]) {
+        switch phase {
+        case .idle:
+            return
+        case .preparing:
+            break
+        case .opening(let connection), .open(let connection, _):
+            if case .closedLocally(let code, let reason) = closure.kind {
+                effects.append(.close(connection: connection, code: code, reason: reason))
+            } else {
+                effects.append(.abort(connection: connection))
+            }
+            _ = machine.connectionEnded(closure)
+        }
+        phase = .idle
+        resetConnectionState(effects: &effects)
+    }
+
+    private mutating func subscribe(_ channel: ChannelID, effects: inout [EngineEffect]) {
+        if var record = channels[channel] {
+            switch record.state {
+            case .pending, .subscribed: return
+            case .failed, .ended, .left:
+                record.state = .pending
+                channels[channel] = record
+            }
+        } else {
+            channels[channel] = ChannelRecord()
+            channelOrder.append(channel)
+        }
+        if handshakeDone {
+            runMachine(effects: &effects) { $0.handle(.subscribe(channel), actions: &$1) }
+        }
+    }
+
+    private mutating func awaitSubscription(_ channel: ChannelID, _ completion: @escaping Completion<Bool?>,
+                                            effects: inout [EngineEffect]) {
+        guard let record = channels[channel] else {
+            let error = RealtimeError(.channelUnavailable, "the channel was not joined",
+                                      context: .init(channel: channel))
+            effects.append(.complete { completion(.failure(error)) })
+            return
+        }
+        switch record.state {
+        case .subscribed(let recovered):
+            effects.append(.complete { completion(.success(recovered)) })
+        case .failed(let error), .ended(let error):
+            effects.append(.complete { completion(.failure(error)) })
+        case .left:
+            let error = RealtimeError(.channelUnavailable, "the channel was left", context: .init(channel: channel))
+            effects.append(.complete { completion(.failure(error)) })
+        case .pending:
+            if case .failed(let error) = state {
+                effects.append(.complete { completion(.failure(error)) })
+            } else {
+                channels[channel]?.waiters.append(completion)
+            }
+        }
+    }
+
+    private mutating func unsubscribe(_ channel: ChannelID, effects: inout [EngineEffect]) {
+        guard let record = channels.removeValue(forKey: channel) else { return }
+        channelOrder.removeAll { $0 == channel }
+        let error = RealtimeError(.channelUnavailable, "the channel was left", context: .init(channel: channel))
+        failQueue(record.queue, with: error, effects: &effects)
+        for waiter in record.waiters { effects.append(.complete { waiter(.failure(error)) }) }
+        switch record.state {
+        case .pending, .subscribed:
+            if handshakeDone {
+                runMachine(effects: &effects) { $0.handle(.unsubscribe(channel), actions: &$1) }
+            }
+        case .failed, .ended, .left:
+            break
+        }
+    }
+
+    /// Why a send cannot even be buffered, if it cannot.
+    private func refusal(for channel: ChannelID) -> RealtimeError? {
+        switch state {
+        case .disconnected:
+            return RealtimeError(.disconnected, "the session is disconnected", context: .init(channel: channel))
+        case .failed(let error):
+            return RealtimeError(.sessionFailed, "the session failed: \(error.message)",
+                                 context: .init(channel: channel, detail: error.description))
+        default:
+            break
+        }
+        guard let record = channels[channel] else {
+            return RealtimeError(.channelUnavailable, "the channel was not joined", context: .init(channel: channel))
+        }
+        switch record.state {
+        case .failed(let error), .ended(let error):
+            return RealtimeError(.channelUnavailable, "the channel is unavailable: \(error.message)",
+                                 context: .init(channel: channel, detail: error.description))
+        default:
+            return nil
+        }
+    }
+
+    private func canSendNow(on channel: ChannelID) -> Bool {
+        guard handshakeDone, case .subscribed = channels[channel]?.state else { return false }
+        return true
+    }
+
+    private mutating func send(_ message: OutgoingMessage, _ completion: @escaping Completion<Void>,
+                               effects: inout [EngineEffect]) {
+        if let error = refusal(for: message.channel) {
+            effects.append(.complete { completion(.failure(error)) })
+            return
+        }
+        if canSendNow(on: message.channel) {
+            runMachine(effects: &effects) { $0.handle(.send(message), actions: &$1) }
+            effects.append(.complete { completion(.success(())) })
+            return
+        }
+        if message.volatile {
+            effects.append(.log(.debug, "dropped volatile \(message.event) on \(message.channel): not connected"))
+            effects.append(.complete { completion(.success(())) })
+            return
+        }
+        guard bufferedCount < sendBufferLimit else {
+            let error = RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
+                                      context: .init(channel: message.channel))
+            effects.append(.complete { completion(.failure(error)) })
+            return
+        }
+        nextSerial += 1
+        let serial = nextSerial
+        channels[message.channel]?.queue.append(BufferedSend(message: message, kind: .send(serial: serial, completion)))
+        bufferedCount += 1
+        schedule(.sendDeadline(serial), after: sendTimeout, effects: &effects)
+    }
+
+    private mutating func request(_ message: OutgoingMessage, timeout: Duration,
+                                  _ completion: @escaping Completion<[JSONValue]>, effects: inout [EngineEffect]) {
+        if let error = refusal(for: message.channel) {
+            effects.append(.complete { completion(.failure(error)) })
+            return
+        }
+        nextSerial += 1
+        let id = RequestID(nextSerial)
+        if canSendNow(on: message.channel) {
+            requests[id] = PendingRequest(completion: completion, sentOn: currentConnection)
+            schedule(.requestDeadline(id), after: timeout, effects: &effects)
+            runMachine(effects: &effects) { $0.handle(.request(message, id), actions: &$1) }
+            return
+        }
+        guard bufferedCount < sendBufferLimit else {
+            let error = RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
+                                      context: .init(channel: message.channel))
+            effects.append(.complete { completion(.failure(error)) })
+            return
+        }
+        requests[id] = PendingRequest(completion: completion, sentOn: nil)
+        channels[message.channel]?.queue.append(BufferedSend(message: message, kind: .request(id)))
+        bufferedCount += 1
+        schedule(.requestDeadline(id), after: timeout, effects: &effects)
+    }
+
+    private mutating func custom(name: String, payload: JSONValue, timeout: Duration,
+                                 _ completion: @escaping Completion<[JSONValue]>, effects: inout [EngineEffect]) {
+        switch state {
+        case .disconnected, .failed:
+            let error = RealtimeError(state == .disconnected ? .disconnected : .sessionFailed,
+                                      "the session is \(state)")
+            effects.append(.complete { completion(.failure(error)) })
+            return
+        default:
+            break
+        }
+        nextSerial += 1
+        let id = RequestID(nextSerial)
+        schedule(.requestDeadline(id), after: timeout, effects: &effects)
+        if handshakeDone {
+            requests[id] = PendingRequest(completion: completion, sentOn: currentConnection)
+            runMachine(effects: &effects) { $0.handle(.custom(name: name, payload: payload, id), actions: &$1) }
+        } else {
+            requests[id] = PendingRequest(completion: completion, sentOn: nil, custom: (name, payload))
+            customQueue.append(id)
+        }
+    }
+
+    // MARK: Transport
+
+    private mutating func transportEvent(_ event: TransportEvent, connection: UInt64,
+                                         effects: inout [EngineEffect]) {
+        switch event {
+        case .opened(let info):
+            guard phase == .opening(connection) else { return }
+            phase = .open(connection, handshakeDone: false)
+            lastReceivedAt = now
+            runMachine(effects: &effects) { $0.connectionOpened(info, actions: &$1) }
+        case .received(let frames):
+            guard case .open = phase else { return }
+            lastReceivedAt = now
+            for frame in frames {
+                runMachine(effects: &effects) { $0.received(frame, actions: &$1) }
+                // A dialect may close, or the machine may have failed the session, mid-batch.
+                guard currentConnection == connection else { return }
+            }
+        case .closed(let closure):
+            connectionEnded(closure, effects: &effects)
+        }
+    }
+
+    private mutating func connectionEnded(_ closure: TransportClosure, effects: inout [EngineEffect]) {
+        let end = machine.connectionEnded(closure)
+        lastEndDescription = Self.describe(closure)
+        effects.append(.log(.info, "connection ended: \(lastEndDescription)"))
+        phase = .idle
+        resetConnectionState(effects: &effects)
+        proceed(after: end, effects: &effects)
+    }
+
+    private static func describe(_ closure: TransportClosure) -> String {
+        switch closure.kind {
+        case .closedByPeer(let code, let reason):
+            return "closed by the server" + (code.map { " with code \($0)" } ?? "") + (reason.isEmpty ? "" : " (\(reason))")
+        case .closedLocally(let code, let reason):
+            return "closed locally with code \(code)" + (reason.isEmpty ? "" : " (\(reason))")
+        case .failed(let error):
+            return error.description
+        case .livenessTimeout:
+            return "the link went silent (liveness timeout)"
+        }
+    }
+
+    /// Forgets everything tied to the connection that just ended.
+    private mutating func resetConnectionState(effects: inout [EngineEffect]) {
+        cancel(.handshake, effects: &effects)
+        cancel(.liveness, effects: &effects)
+        for timer in timerSerials.keys {
+            if case .dialect = timer { cancel(timer, effects: &effects) }
+        }
+        liveness = .none
+        pingSentAt = nil
+        connectionID = nil
+        for channel in channelOrder {
+            if case .subscribed = channels[channel]?.state { channels[channel]?.state = .pending }
+        }
+        // Answers to requests written on the old connection can no longer arrive.
+        let lost = requests.filter { $0.value.sentOn != nil }
+        for (id, pending) in lost {
+            requests[id] = nil
+            cancel(.requestDeadline(id), effects: &effects)
+            let error = RealtimeError(.connectionClosed, "the connection closed before the answer arrived")
+            effects.append(.complete { pending.completion(.failure(error)) })
+        }
+    }
+
+    private mutating func proceed(after end: ConnectionEnd, effects: inout [EngineEffect]) {
+        switch end {
+        case .terminal(let error):
+            fail(error, effects: &effects)
+        case .reconnectImmediately:
+            scheduleReconnect(immediately: true, minimum: .zero, effects: &effects)
+        case .backoff(let minimum):
+            scheduleReconnect(immediately: false, minimum: minimum, effects: &effects)
+        }
+    }
+
+    private mutating func scheduleReconnect(immediately: Bool, minimum: Duration, effects: inout [EngineEffect]) {
+        if firstFailureAt == nil { firstFailureAt = now }
+        guard policy.allowsAttempt(attempt, elapsed: now - (firstFailureAt ?? now)) else {
+            let message = policy.isEnabled
+                ? "gave up after \(attempt) reconnect attempts; last: \(lastEndDescription)"
+                : "the connection ended and reconnection is disabled; last: \(lastEndDescription)"
+            fail(RealtimeError(.sessionFailed, message), effects: &effects)
+            return
+        }
+        let delay = immediately ? .zero : policy.delay(forAttempt: attempt, minimum: minimum, using: &random)
+        attempt += 1
+        setState(.reconnecting(attempt: attempt, delay: delay), effects: &effects)
+        effects.append(.log(.info, "reconnect attempt \(attempt) in \(delay)"))
+        if delay <= .zero {
+            startAttempt(effects: &effects)
+        } else {
+            schedule(.reconnect, after: delay, effects: &effects)
+        }
+    }
+
+    private mutating func fail(_ error: RealtimeError, effects: inout [EngineEffect]) {
+        cancel(.reconnect, effects: &effects)
+        setState(.failed(error), effects: &effects)
+        effects.append(.deliver(.error(error)))
+        let abandoned = RealtimeError(.sessionFailed, "the session failed: \(error.message)",
+                                      context: .init(detail: error.description))
+        abandonPendingWork(with: abandoned, connectError: error, effects: &effects)
+    }
+
+    /// Fails every buffered send, request and waiter.
+    private mutating func abandonPendingWork(with error: RealtimeError, connectError: RealtimeError? = nil,
+                                             effects: inout [EngineEffect]) {
+        for channel in channelOrder {
+            guard var record = channels[channel] else { continue }
+            let queue = record.queue
+            record.queue = []
+            let waiters = record.waiters
+            record.waiters = []
+            channels[channel] = record
+            failQueue(queue, with: error, effects: &effects)
+            for waiter in waiters { effects.append(.complete { waiter(.failure(error)) }) }
+        }
+        for (id, pending) in requests {
+            cancel(.requestDeadline(id), effects: &effects)
+            effects.append(.complete { pending.completion(.failure(error)) })
+        }
+        requests = [:]
+        customQueue = []
+        bufferedCount = 0
+        let waiters = connectWaiters
+        connectWaiters = []
+        let connectFailure = connectError ?? error
+        for waiter in waiters { effects.append(.complete { waiter(.failure(connectFailure)) }) }
+    }
+
+    private mutating func failQueue(_ queue: [BufferedSend], with error: RealtimeError, effects: inout [EngineEffect]) {
+        for item in queue {
+            bufferedCount -= 1
+            switch item.kind {
+            case .send(let serial, let completion):
+                cancel(.sendDeadline(serial), effects: &effects)
+                effects.append(.complete { completion(.failure(error)) })
+            case .request(let id):
+                cancel(.requestDeadline(id), effects: &effects)
+                if let pending = requests.removeValue(forKey: id) {
+                    effects.append(.complete { pending.completion(.failure(error)) })
+                }
+            }
+        }
+    }
+
+    // MARK: Timers
+
+    private mutating func timerFired(_ timer: EngineTimer, effects: inout [EngineEffect]) {
+        switch timer {
+        case .reconnect:
+            if case .reconnecting = state { startAttempt(effects: &effects) }
+        case .handshake:
+            let error = RealtimeError(.connectTimedOut, "no connection within \(connectTimeout)")
+            switch phase {
+            case .idle, .open(_, true):
+                return
+            case .preparing:
+                lastEndDescription = error.description
+                phase = .idle
+                resetConnectionState(effects: &effects)
+                proceed(after: .backoff(minimum: .zero), effects: &effects)
+            case .opening(let connection), .open(let connection, false):
+                effects.append(.abort(connection: connection))
+                connectionEnded(TransportClosure(.failed(error), duringOpen: true), effects: &effects)
+            }
+        case .liveness:
+            checkLiveness(effects: &effects)
+        case .sendDeadline(let serial):
+            for channel in channelOrder {
+                guard let index = channels[channel]?.queue.firstIndex(where: {
+                    if case .send(serial, _) = $0.kind { return true }
+                    return false
+                }) else { continue }
+                let item = channels[channel]!.queue.remove(at: index)
+                bufferedCount -= 1
+                if case .send(_, let completion) = item.kind {
+                    let error = RealtimeError(.timedOut, "the send waited \(sendTimeout) without a connection",
+                                              context: .init(channel: channel))
+                    effects.append(.complete { completion(.failure(error)) })
+                }
+                return
+            }
+        case .requestDeadline(let id):
+            guard let pending = requests.removeValue(forKey: id) else { return }
+            if pending.sentOn != nil, pending.sentOn == currentConnection {
+                runMachine(effects: &effects) { $0.handle(.cancelRequest(id), actions: &$1) }
+            }
+            if pending.sentOn == nil {
+                customQueue.removeAll { $0 == id }
+                for channel in channelOrder {
+                    if let index = channels[channel]?.queue.firstIndex(where: {
+                        if case .request(id) = $0.kind { return true }
+                        return false
+                    }) {
+                        channels[channel]?.queue.remove(at: index)
+                        bufferedCount -= 1
+                        break
+                    }
+                }
+            }
+            let error = RealtimeError(.timedOut, "no answer to request \(id) in time")
+            effects.append(.complete { pending.completion(.failure(error)) })
+        case .dialect(let key):
+            guard case .open = phase else { return }
+            runMachine(effects: &effects) { $0.timerFired(key, actions: &$1) }
+        }
+    }
+
+    private mutating func checkLiveness(effects: inout [EngineEffect]) {
+        guard case .open(let connection, _) = phase else { return }
+        switch liveness {
+        case .none:
+            return
+        case .serverPings(let interval, let grace):
+            let deadline = lastReceivedAt + interval + grace
+            if now >= deadline {
+                declareDead(connection, effects: &effects)
+            } else {
+                schedule(.liveness, after: deadline - now, effects: &effects)
+            }
+        case .clientPings(let idle, let timeout, let ping):
+            if let sentAt = pingSentAt {
+                if lastReceivedAt > sentAt {
+                    pingSentAt = nil
+                    schedule(.liveness, after: max(.zero, lastReceivedAt + idle - now), effects: &effects)
+                } else if now >= sentAt + timeout {
+                    declareDead(connection, effects: &effects)
+                } else {
+                    schedule(.liveness, after: sentAt + timeout - now, effects: &effects)
+                }
+            } else if now >= lastReceivedAt + idle {
+                pingSentAt = now
+                effects.append(.send(connection: connection, [ping]))
+                schedule(.liveness, after: timeout, effects: &effects)
+            } else {
+                schedule(.liveness, after: lastReceivedAt + idle - now, effects: &effects)
+            }
+        }
+    }
+
+    private mutating func declareDead(_ connection: UInt64, effects: inout [EngineEffect]) {
+        effects.append(.log(.warning, "no sign of life from the server; dropping the connection"))
+        effects.append(.abort(connection: connection))
+        connectionEnded(TransportClosure(.livenessTimeout), effects: &effects)
+    }
+
+    private mutating func schedule(_ timer: EngineTimer, after delay: Duration, effects: inout [EngineEffect]) {
+        nextSerial += 1
+        timerSerials[timer] = nextSerial
+        effects.append(.schedule(timer, serial: nextSerial, after: max(.zero, delay)))
+    }
+
+    private mutating func cancel(_ timer: EngineTimer, effects: inout [EngineEffect]) {
+        if timerSerials.removeValue(forKey: timer) != nil { effects.append(.cancel(timer)) }
+    }
+
+    // MARK: Dialect actions
+
+    /// Runs one machine transition and carries out the actions it produced.
+    private mutating func runMachine(effects: inout [EngineEffect],
+                                     _ step: (inout any DialectMachine, inout [DialectAction]) -> Void) {
+        var produced = actions
+        actions = []
+        produced.removeAll(keepingCapacity: true)
+        step(&machine, &produced)
+        apply(produced, effects: &effects)
+        produced.removeAll(keepingCapacity: true)
+        if actions.capacity < produced.capacity { actions = produced }
+    }
+
+    private mutating func apply(_ produced: [DialectAction], effects: inout [EngineEffect]) {
+        for action in produced {
+            guard let connection = currentConnection else { return }
+            switch action {
+            case .send(let frame):
+                if case .send(connection, var frames)? = effects.last {
+                    effects.removeLast()
+                    frames.append(frame)
+                    effects.append(.send(connection: connection, frames))
+                } else {
+                    effects.append(.send(connection: connection, [frame]))
+                }
+            case .deliver(let event):
+                effects.append(.deliver(.event(event, connection: connection)))
+            case .connected(let id):
+                guard case .open(connection, false) = phase else { continue }
+                markConnected(connection, id: id, effects: &effects)
+            case .subscribed(let channel, let recovered):
+                channelSubscribed(channel, recovered: recovered, effects: &effects)
+            case .subscriptionFailed(let channel, let error):
+                channelStopped(channel, state: .failed(error), error: error, effects: &effects)
+            case .channelEnded(let channel, let error):
+                channelStopped(channel, state: .ended(error), error: error, effects: &effects)
+            case .channelPending(let channel):
+                if channels[channel] != nil { channels[channel]?.state = .pending }
+            case .resolveRequest(let id, let result):
+                guard let pending = requests.removeValue(forKey: id) else { continue }
+                cancel(.requestDeadline(id), effects: &effects)
+                effects.append(.complete { pending.completion(result) })
+            case .liveness(let rule):
+                liveness = rule
+                pingSentAt = nil
+                if rule == .none {
+                    cancel(.liveness, effects: &effects)
+                } else {
+                    checkLiveness(effects: &effects)
+                }
+            case .startTimer(let key, let delay):
+                schedule(.dialect(key), after: delay, effects: &effects)
+            case .cancelTimer(let key):
+                cancel(.dialect(key), effects: &effects)
+            case .perform(let work):
+                effects.append(.work(connection: connection, work))
+            case .close(let code, let reason):
+                effects.append(.close(connection: connection, code: code, reason: reason))
+            case .reportError(let error):
+                effects.append(.deliver(.error(error)))
+            case .log(let level, let message):
+                effects.append(.log(level, message))
+            }
+        }
+    }
+
+    private mutating func markConnected(_ connection: UInt64, id: String?, effects: inout [EngineEffect]) {
+        phase = .open(connection, handshakeDone: true)
+        cancel(.handshake, effects: &effects)
+        attempt = 0
+        firstFailureAt = nil
+        connectionID = id
+        setState(.connected, effects: &effects)
+        let waiters = connectWaiters
+        connectWaiters = []
+        for waiter in waiters { effects.append(.complete { waiter(.success(())) }) }
+        for channel in channelOrder {
+            guard let record = channels[channel] else { continue }
+            if case .pending = record.state {
+                runMachine(effects: &effects) { $0.handle(.subscribe(channel), actions: &$1) }
+            }
+        }
+        let queued = customQueue
+        customQueue = []
+        for id in queued {
+            guard var pending = requests[id], let command = pending.custom else { continue }
+            pending.sentOn = connection
+            pending.custom = nil
+            requests[id] = pending
+            runMachine(effects: &effects) {
+                $0.handle(.custom(name: command.name, payload: command.payload, id), actions: &$1)
+            }
+        }
+    }
+
+    private mutating func channelSubscribed(_ channel: ChannelID, recovered: Bool?, effects: inout [EngineEffect]) {
+        guard var record = channels[channel] else { return }
+        record.state = .subscribed(recovered: recovered)
+        let waiters = record.waiters
+        let queue = record.queue
+        record.waiters = []
+        record.queue = []
+        channels[channel] = record
+        for waiter in waiters { effects.append(.complete { waiter(.success(recovered)) }) }
+        for item in queue {
+            bufferedCount -= 1
+            switch item.kind {
+            case .send(let serial, let completion):
+                cancel(.sendDeadline(serial), effects: &effects)
+                runMachine(effects: &effects) { $0.handle(.send(item.message), actions: &$1) }
+                effects.append(.complete { completion(.success(())) })
+            case .request(let id):
+                guard requests[id] != nil else { continue }
+                let connection = currentConnection
+                requests[id]?.sentOn = connection
+                runMachine(effects: &effects) { $0.handle(.request(item.message, id), actions: &$1) }
+            }
+        }
+    }
+
+    private mutating func channelStopped(_ channel: ChannelID, state newState: ChannelState, error: RealtimeError,
+                                         effects: inout [EngineEffect]) {
+        guard var record = channels[channel] else { return }
+        record.state = newState
+        let waiters = record.waiters
+        let queue = record.queue
+        record.waiters = []
+        record.queue = []
+        channels[channel] = record
+        failQueue(queue, with: error, effects: &effects)
+        for waiter in waiters { effects.append(.complete { waiter(.failure(error)) }) }
+        effects.append(.deliver(.error(error)))
+    }
+
+    private mutating func setState(_ new: ConnectionState, effects: inout [EngineEffect]) {
+        guard new != state else { return }
+        let old = state
+        state = new
+        effects.append(.deliver(.state(old, new)))
+    }
+}

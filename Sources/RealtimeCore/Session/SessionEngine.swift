@@ -1,0 +1,239 @@
+import Foundation
+
+/// Carries out what `SessionCore` decides: opens transports, writes frames, runs timers and async work,
+/// and hands batches of deliveries to the delivery target.
+///
+/// Inputs from any thread go through a mailbox: the thread that finds it idle drains it, so inputs are
+/// handled one at a time and in order without a dedicated thread, and a transport or handler that calls
+/// back into the session while it is draining only queues its input.
+final class SessionEngine: Sendable {
+    private struct Mailbox {
+        var inputs: [EngineInput] = []
+        var draining = false
+    }
+
+    private struct IO {
+        var connections: [UInt64: any TransportConnection] = [:]
+        var closedBeforeStored: Set<UInt64> = []
+        var timers: [EngineTimer: any ScheduledTimer] = [:]
+        var current: UInt64?
+        var pendingDeliveries = 0
+        var readingPaused = false
+    }
+
+    let registry = HandlerRegistry()
+    let dialectName: String
+    private let dialect: any RealtimeDialect
+    private let transport: any RealtimeTransport
+    private let clock: any RealtimeClock
+    private let delivery: DeliveryTarget
+    private let logHandler: LogHandler?
+    private let logLevel: LogLevel
+    private let highWatermark: Int
+    let requestTimeout: Duration
+    private let mailbox = Locked(Mailbox())
+    private let core: Locked<SessionCore>
+    private let io = Locked(IO())
+
+    init(dialect: some RealtimeDialect, transport: any RealtimeTransport, options: SessionOptions) {
+        self.dialect = dialect
+        dialectName = dialect.name
+        self.transport = dialect.transport(wrapping: transport)
+        clock = options.clock
+        delivery = options.delivery ?? .queue(DispatchQueue(label: "realtime.delivery.\(dialect.name)"))
+        logHandler = options.logHandler
+        logLevel = options.logLevel
+        highWatermark = max(1, options.deliveryHighWatermark)
+        requestTimeout = options.requestTimeout
+        core = Locked(SessionCore(dialect: dialect, machine: dialect.makeMachine(),
+                                  policy: options.reconnectPolicy ?? dialect.reconnectPolicy,
+                                  options: options, defaultChannels: dialect.defaultChannels))
+    }
+
+    /// Validates an outgoing message with the dialect's rules.
+    func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
+        dialect.validate(message, expectsReply: expectsReply)
+    }
+
+    var state: ConnectionState { core.withLock { $0.state } }
+    var connectionID: String? { core.withLock { $0.connectionID } }
+    var bufferedSendCount: Int { core.withLock { $0.bufferedSendCount } }
+    func channelState(_ channel: ChannelID) -> ChannelState? { core.withLock { $0.channelState(channel) } }
+
+    func submit(_ input: EngineInput) {
+        let shouldDrain = mailbox.withLock { mailbox -> Bool in
+            mailbox.inputs.append(input)
+            if mailbox.draining { return false }
+            mailbox.draining = true
+            return true
+        }
+        guard shouldDrain else { return }
+        var effects: [EngineEffect] = []
+        while true {
+            let inputs = mailbox.withLock { mailbox -> [EngineInput] in
+                let inputs = mailbox.inputs
+                mailbox.inputs = []
+                if inputs.isEmpty { mailbox.draining = false }
+                return inputs
+            }
+            if inputs.isEmpty { return }
+            let now = clock.now()
+            core.withLock { core in
+                core.now = now
+                for input in inputs { core.handle(input, effects: &effects) }
+            }
+            execute(effects)
+            effects.removeAll(keepingCapacity: true)
+        }
+    }
+
+    // MARK: Effects
+
+    private func execute(_ effects: [EngineEffect]) {
+        var deliveries: [Delivery] = []
+        for effect in effects {
+            switch effect {
+            case .prepareRequest(let connection, let prepare):
+                Task { [weak self] in
+                    let result: Result<ConnectionRequest, RealtimeError>
+                    do {
+                        result = .success(try await prepare())
+                    } catch {
+                        result = .failure(Self.wrap(error, doing: "building the connection request"))
+                    }
+                    self?.submit(.requestPrepared(connection: connection, result))
+                }
+            case .open(let connection, let request):
+                open(connection, request)
+            case .send(let connection, let frames):
+                io.withLock { $0.connections[connection] }?.send(frames)
+            case .close(let connection, let code, let reason):
+                io.withLock { $0.connections[connection] }?.close(code: code, reason: reason)
+            case .abort(let connection):
+                io.withLock { $0.connections[connection] }?.abort()
+            case .schedule(let timer, let serial, let delay):
+                let handle = clock.schedule(after: delay) { [weak self] in
+                    self?.submit(.timer(timer, serial: serial))
+                }
+                let previous = io.withLock { $0.timers.updateValue(handle, forKey: timer) }
+                previous?.cancel()
+            case .cancel(let timer):
+                io.withLock { $0.timers.removeValue(forKey: timer) }?.cancel()
+            case .work(let connection, let work):
+                Task { [weak self] in
+                    let result: Result<JSONValue, RealtimeError>
+                    do {
+                        result = .success(try await work.run())
+                    } catch {
+                        result = .failure(Self.wrap(error, doing: work.id.kind))
+                    }
+                    self?.submit(.workFinished(connection: connection, work.id, result))
+                }
+            case .deliver(let item):
+                deliveries.append(item)
+            case .complete(let completion):
+                completion()
+            case .log(let level, let message):
+                log(level, message)
+            }
+        }
+        if !deliveries.isEmpty { deliver(deliveries) }
+    }
+
+    private static func wrap(_ error: any Error, doing step: String) -> RealtimeError {
+        if let error = error as? RealtimeError { return error }
+        return RealtimeError(.operationFailed, "\(step) failed: \(error)")
+    }
+
+    private func open(_ connection: UInt64, _ request: ConnectionRequest) {
+        let handle = transport.open(request) { [weak self] event in
+            guard let self else { return }
+            if case .closed = event {
+                self.io.withLock { io in
+                    if io.connections.removeValue(forKey: connection) == nil {
+                        io.closedBeforeStored.insert(connection)
+                    }
+                    if io.current == connection { io.current = nil }
+                }
+            }
+            self.submit(.transport(connection: connection, event))
+        }
+        io.withLock { io in
+            if io.closedBeforeStored.remove(connection) == nil {
+                io.connections[connection] = handle
+                io.current = connection
+                io.readingPaused = false
+            }
+        }
+    }
+
+    private func deliver(_ items: [Delivery]) {
+        let registry = self.registry
+        let events = items.reduce(0) { count, item in
+            if case .event = item { return count + 1 }
+            return count
+        }
+        let batch = items.map { item -> Delivery in
+            guard case .event(var event, let connection) = item, let token = event.ackToken else { return item }
+            let answered = Locked(false)
+            event.ack = AckResponder(token: token) { [weak self] token, arguments in
+                let first = answered.withLock { flag -> Bool in
+                    defer { flag = true }
+                    return !flag
+                }
+                guard first else { return }
+                self?.submit(.acknowledge(connection: connection, token, arguments))
+            }
+            return .event(event, connection: connection)
+        }
+        if !delivery.isInline, events > 0 { noteQueued(events) }
+        delivery.enqueue { [weak self] in
+            for item in batch {
+                switch item {
+                case .event(let event, _): registry.dispatch(event)
+                case .state(let old, let new): registry.dispatchState(from: old, to: new)
+                case .error(let error): registry.dispatchError(error)
+                }
+            }
+            if let self, !self.delivery.isInline, events > 0 { self.noteDelivered(events) }
+        }
+    }
+
+    /// Stops reading when too many handler calls are waiting, so TCP pushes back on the server.
+    private func noteQueued(_ count: Int) {
+        let pause = io.withLock { io -> (any TransportConnection)? in
+            io.pendingDeliveries += count
+            guard io.pendingDeliveries > highWatermark, !io.readingPaused, let current = io.current else { return nil }
+            io.readingPaused = true
+            return io.connections[current]
+        }
+        pause?.setReadingPaused(true)
+    }
+
+    private func noteDelivered(_ count: Int) {
+        let resume = io.withLock { io -> (any TransportConnection)? in
+            io.pendingDeliveries -= count
+            guard io.readingPaused, io.pendingDeliveries <= highWatermark / 2, let current = io.current else {
+                return nil
+            }
+            io.readingPaused = false
+            return io.connections[current]
+        }
+        resume?.setReadingPaused(false)
+    }
+
+    func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
+        guard let logHandler, level >= logLevel else { return }
+        logHandler(LogRecord(level: level, message: Redaction.redact(message()), source: dialectName))
+    }
+
+    /// Closes the connection and stops timers; used when the session is released.
+    func shutdown() {
+        submit(.disconnect)
+        let timers = io.withLock { io -> [any ScheduledTimer] in
+            defer { io.timers = [:] }
+            return Array(io.timers.values)
+        }
+        for timer in timers { timer.cancel() }
+    }
+}

@@ -1,0 +1,117 @@
+import Dispatch
+
+/// Where handlers run. Handlers of one session always run one at a time, in wire order.
+public struct DeliveryTarget: Sendable {
+    let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
+    let isInline: Bool
+
+    /// Runs handlers on `queue`, which must be serial for wire order to hold.
+    public static func queue(_ queue: DispatchQueue) -> DeliveryTarget {
+        DeliveryTarget(enqueue: { work in queue.async(execute: work) }, isInline: false)
+    }
+
+    /// Runs handlers on the main queue.
+    public static var main: DeliveryTarget { .queue(.main) }
+
+    /// Runs handlers on whatever thread processed the input, before the session handles its next input.
+    /// Deterministic, so tests use it; handlers must return quickly.
+    public static var inline: DeliveryTarget {
+        DeliveryTarget(enqueue: { work in work() }, isInline: true)
+    }
+
+    /// Hands each batch of handler calls to `enqueue`, which must run them in order, one at a time.
+    public static func custom(_ enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) -> DeliveryTarget {
+        DeliveryTarget(enqueue: enqueue, isInline: false)
+    }
+}
+
+/// Where the reconnect policy's random draws come from.
+public enum RandomSource: Sendable, Hashable {
+    /// The system CSPRNG.
+    case system
+    /// A deterministic generator, for tests.
+    case seeded(UInt64)
+}
+
+/// Session settings shared by every dialect.
+public struct SessionOptions: Sendable {
+    /// Where handlers run; a private serial queue per session by default.
+    public var delivery: DeliveryTarget?
+    /// Overrides the dialect's recommended reconnect policy.
+    public var reconnectPolicy: ReconnectPolicy?
+    /// Time from the start of an attempt until the dialect reports `connected`.
+    public var connectTimeout: Duration
+    /// Most sends and requests held while the session cannot send; more fail with `.bufferFull`.
+    public var sendBufferLimit: Int
+    /// How long a buffered send may wait before it fails with `.timedOut`.
+    public var sendTimeout: Duration
+    /// Default time a `request` waits for its answer.
+    public var requestTimeout: Duration
+    /// Handler calls waiting to run before the session stops reading from the socket (back-pressure).
+    public var deliveryHighWatermark: Int
+    /// Time source; tests pass a manual clock.
+    public var clock: any RealtimeClock
+    /// Randomness for reconnect jitter.
+    public var randomSource: RandomSource
+    /// Receives log records at `logLevel` and above, with secrets redacted.
+    public var logHandler: LogHandler?
+    public var logLevel: LogLevel
+
+    public init(delivery: DeliveryTarget? = nil, reconnectPolicy: ReconnectPolicy? = nil,
+                connectTimeout: Duration = .seconds(20), sendBufferLimit: Int = 1_000,
+                sendTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(30),
+                deliveryHighWatermark: Int = 65_536, clock: any RealtimeClock = SystemClock(),
+                randomSource: RandomSource = .system, logHandler: LogHandler? = nil, logLevel: LogLevel = .info) {
+        self.delivery = delivery
+        self.reconnectPolicy = reconnectPolicy
+        self.connectTimeout = connectTimeout
+        self.sendBufferLimit = sendBufferLimit
+        self.sendTimeout = sendTimeout
+        self.requestTimeout = requestTimeout
+        self.deliveryHighWatermark = deliveryHighWatermark
+        self.clock = clock
+        self.randomSource = randomSource
+        self.logHandler = logHandler
+        self.logLevel = logLevel
+    }
+}
+
+/// The state of one channel as the session sees it.
+public enum ChannelState: Sendable, Hashable {
+    /// Waiting for the connection or for the server's confirmation.
+    case pending
+    /// Confirmed. `recovered` says whether missed messages were replayed (`nil`: the dialect cannot tell).
+    case subscribed(recovered: Bool?)
+    /// Refused by the server or its authorizer. Not retried until the app asks again.
+    case failed(RealtimeError)
+    /// Ended by the server. Not re-joined until the app asks again.
+    case ended(RealtimeError)
+    /// The app left it.
+    case left
+}
+
+/// SplitMix64: small, fast, deterministic; for seeded tests.
+public struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The engine's generator: seeded when asked, otherwise the system's.
+struct EngineRandom: RandomNumberGenerator, Sendable {
+    var seeded: SeededRandomNumberGenerator?
+    init(_ source: RandomSource) {
+        if case .seeded(let seed) = source { seeded = SeededRandomNumberGenerator(seed: seed) }
+    }
+    mutating func next() -> UInt64 {
+        if seeded != nil { return seeded!.next() }
+        var system = SystemRandomNumberGenerator()
+        return system.next()
+    }
+}

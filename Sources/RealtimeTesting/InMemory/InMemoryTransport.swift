@@ -1,0 +1,197 @@
+import Foundation
+import RealtimeCore
+
+/// A transport whose connections end in the test instead of a server.
+///
+/// Every `open` creates an ``InMemoryPeer`` and hands it to `onOpen` (and to ``peers``). The peer decides
+/// what happens: accept, refuse, send frames, close. Everything is synchronous, so tests with a
+/// ``ManualClock`` and `DeliveryTarget.inline` are deterministic.
+public final class InMemoryTransport: RealtimeTransport {
+    private struct State {
+        var peers: [InMemoryPeer] = []
+        var onOpen: (@Sendable (InMemoryPeer) -> Void)?
+        var waiters: [(index: Int, continuation: CheckedContinuation<InMemoryPeer, Never>)] = []
+    }
+
+    private let state = Locked(State())
+    private let autoAccept: Bool
+
+    /// - Parameters:
+    ///   - autoAccept: open every connection at once (with no subprotocol) unless `onOpen` refuses it.
+    ///   - onOpen: called for every connection attempt, before it is accepted.
+    public init(autoAccept: Bool = true, onOpen: (@Sendable (InMemoryPeer) -> Void)? = nil) {
+        self.autoAccept = autoAccept
+        state.withLock { $0.onOpen = onOpen }
+    }
+
+    /// Replaces the callback for new connections.
+    public func onOpen(_ handler: @escaping @Sendable (InMemoryPeer) -> Void) {
+        state.withLock { $0.onOpen = handler }
+    }
+
+    /// Every connection opened so far, oldest first.
+    public var peers: [InMemoryPeer] { state.withLock { $0.peers } }
+
+    /// The newest connection.
+    public var lastPeer: InMemoryPeer? { state.withLock { $0.peers.last } }
+
+    public func open(_ request: ConnectionRequest,
+                     handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        let peer = InMemoryPeer(request: request, index: state.withLock { $0.peers.count }, handler: handler)
+        let (onOpen, ready) = state.withLock { state in
+            state.peers.append(peer)
+            let ready = state.waiters.filter { $0.index < state.peers.count }
+            state.waiters.removeAll { $0.index < state.peers.count }
+            return (state.onOpen, ready)
+        }
+        onOpen?(peer)
+        if autoAccept, peer.phase == .opening { peer.accept() }
+        for waiter in ready { waiter.continuation.resume(returning: state.withLock { $0.peers[waiter.index] }) }
+        return peer.clientSide
+    }
+
+    /// Waits until connection number `index` (0-based) has been opened, and returns its peer.
+    /// Connection requests are built asynchronously, so tests wait here instead of sleeping.
+    public func peer(_ index: Int) async -> InMemoryPeer {
+        await withCheckedContinuation { continuation in
+            let existing = state.withLock { state -> InMemoryPeer? in
+                if index < state.peers.count { return state.peers[index] }
+                state.waiters.append((index, continuation))
+                return nil
+            }
+            if let existing { continuation.resume(returning: existing) }
+        }
+    }
+}
+
+/// The server end of one in-memory connection, driven by the test.
+public final class InMemoryPeer: Sendable {
+    /// Where the connection is.
+    public enum Phase: Sendable, Hashable {
+        case opening, open, closed
+    }
+
+    private struct State {
+        var phase: Phase = .opening
+        var received: [TransportFrame] = []
+        var readingPaused = false
+        var closeRequest: (code: Int, reason: String)?
+        var onReceive: (@Sendable (TransportFrame, InMemoryPeer) -> Void)?
+    }
+
+    /// The request the client opened with.
+    public let request: ConnectionRequest
+    /// 0 for the first connection of the transport, 1 for the next, …
+    public let index: Int
+    private let handler: @Sendable (TransportEvent) -> Void
+    private let state = Locked(State())
+    let clientSide: ClientSide
+
+    init(request: ConnectionRequest, index: Int, handler: @escaping @Sendable (TransportEvent) -> Void) {
+        self.request = request
+        self.index = index
+        self.handler = handler
+        clientSide = ClientSide()
+        clientSide.peer.withLock { $0 = self }
+    }
+
+    public var phase: Phase { state.withLock { $0.phase } }
+
+    /// Every frame the client sent, in order.
+    public var received: [TransportFrame] { state.withLock { $0.received } }
+
+    /// The text frames the client sent.
+    public var receivedTexts: [String] {
+        received.compactMap { if case .text(let text) = $0 { return text } else { return nil } }
+    }
+
+    /// Whether the client asked to stop reading (back-pressure).
+    public var isReadingPaused: Bool { state.withLock { $0.readingPaused } }
+
+    /// The code and reason of the client's close, if it closed.
+    public var closeRequest: (code: Int, reason: String)? { state.withLock { $0.closeRequest } }
+
+    /// Called for each frame the client sends, after it is recorded (use it to script replies).
+    public func onReceive(_ handler: @escaping @Sendable (TransportFrame, InMemoryPeer) -> Void) {
+        state.withLock { $0.onReceive = handler }
+    }
+
+    /// Completes the opening.
+    public func accept(subprotocol: String? = nil, headers: [HTTPHeader] = []) {
+        let proceed = state.withLock { state -> Bool in
+            guard state.phase == .opening else { return false }
+            state.phase = .open
+            return true
+        }
+        if proceed { handler(.opened(TransportOpenInfo(subprotocol: subprotocol, headers: headers))) }
+    }
+
+    /// Fails the opening (or the open connection) with `error`.
+    public func fail(_ error: RealtimeError) {
+        let wasOpening = state.withLock { state -> Bool? in
+            guard state.phase != .closed else { return nil }
+            defer { state.phase = .closed }
+            return state.phase == .opening
+        }
+        guard let wasOpening else { return }
+        handler(.closed(TransportClosure(.failed(error), duringOpen: wasOpening)))
+    }
+
+    /// Sends frames to the client as one read batch.
+    public func send(_ frames: [TransportFrame]) {
+        guard phase == .open else { return }
+        handler(.received(frames))
+    }
+
+    /// Sends one text frame.
+    public func send(text: String) { send([.text(text)]) }
+
+    /// Closes from the server side with a close frame.
+    public func close(code: Int? = 1000, reason: String = "") {
+        let proceed = state.withLock { state -> Bool in
+            guard state.phase != .closed else { return false }
+            state.phase = .closed
+            return true
+        }
+        if proceed { handler(.closed(TransportClosure(.closedByPeer(code: code, reason: reason)))) }
+    }
+
+    /// Drops the connection without a close frame (code 1006 semantics).
+    public func drop() {
+        fail(RealtimeError(.transportFailed, "connection reset by peer", context: .init(closeCode: 1006)))
+    }
+
+    fileprivate func clientSent(_ frames: [TransportFrame]) {
+        let onReceive = state.withLock { state -> (@Sendable (TransportFrame, InMemoryPeer) -> Void)? in
+            guard state.phase != .closed else { return nil }
+            state.received.append(contentsOf: frames)
+            return state.onReceive
+        }
+        guard let onReceive else { return }
+        for frame in frames { onReceive(frame, self) }
+    }
+
+    fileprivate func clientClosed(code: Int, reason: String, abort: Bool) {
+        let proceed = state.withLock { state -> Bool in
+            guard state.phase != .closed else { return false }
+            state.phase = .closed
+            state.closeRequest = (code, reason)
+            return true
+        }
+        if proceed {
+            handler(.closed(TransportClosure(.closedLocally(code: abort ? 1006 : code, reason: reason))))
+        }
+    }
+
+    fileprivate func clientPaused(_ paused: Bool) {
+        state.withLock { $0.readingPaused = paused }
+    }
+
+    final class ClientSide: TransportConnection {
+        let peer = Locked<InMemoryPeer?>(nil)
+        func send(_ frames: [TransportFrame]) { peer.withLock { $0 }?.clientSent(frames) }
+        func close(code: Int, reason: String) { peer.withLock { $0 }?.clientClosed(code: code, reason: reason, abort: false) }
+        func abort() { peer.withLock { $0 }?.clientClosed(code: 1006, reason: "", abort: true) }
+        func setReadingPaused(_ paused: Bool) { peer.withLock { $0 }?.clientPaused(paused) }
+    }
+}
