@@ -102,8 +102,12 @@ public struct SocketIODialect: RealtimeDialect {
     /// `true` when the session starts on polling and upgrades to WebSocket.
     var upgrades: Bool { initialTransport == .polling && transports.contains(.websocket) }
 
-    public func connectionRequest(attempt: Int) async throws -> ConnectionRequest {
-        try makeConnectionRequest()
+    public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
+        do throws(RealtimeError) {
+            return .ready(try makeConnectionRequest())
+        } catch {
+            return .deferred { throw error }
+        }
     }
 
     /// The connection request, without the async wrapper (its inputs are all static configuration).
