@@ -145,7 +145,7 @@ public struct SocketIODialect: RealtimeDialect {
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport {
         switch initialTransport {
         case .websocket: return base
-        case .polling: return base // TEMP
+        case .polling: return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil)
         }
     }
 
