@@ -1,6 +1,6 @@
 """python-socketio peer for the Socket.IO integration tests.
 
-Usage: server.py PORT [--fast-ping]
+Usage: server.py PORT [--fast-ping]     (PORT 0 picks a free port)
 
 Binds 127.0.0.1:PORT, serves Engine.IO at /socket.io/ (WebSocket and long-polling) and /health, and
 prints "READY <port>" once listening. --fast-ping sets ping_interval=1 s, ping_timeout=2 s.
@@ -107,7 +107,12 @@ def register(ns):
         socket.send = swallow
 
     async def drop_transport(sid):
-        for transport in live_transports.pop(sio.manager.eio_sid_from_sid(sid, ns), set()):
+        # As if the server crashed: no CLOSE packet, the TCP connections cut, the session forgotten (a
+        # polling client that retries its request gets HTTP 400).
+        eio_sid = sio.manager.eio_sid_from_sid(sid, ns)
+        socket = sio.eio._get_socket(eio_sid)
+        await socket.close(wait=False, abort=True)
+        for transport in live_transports.pop(eio_sid, set()):
             transport.abort()
 
     async def burst(sid, count):
@@ -129,12 +134,30 @@ for namespace in NAMESPACES:
     register(namespace)
 
 
+def exit_when_parent_goes():
+    """The test harness keeps stdin open; EOF means it died, so the peer must not outlive it."""
+    import os
+    import threading
+
+    def watch():
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        finally:
+            os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 async def main():
+    if not sys.stdin.isatty():
+        exit_when_parent_goes()
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", args.port)
     await site.start()
-    print(f"READY {args.port}", flush=True)
+    port = site._server.sockets[0].getsockname()[1]  # the real port when 0 was asked for
+    print(f"READY {port}", flush=True)
     await asyncio.Event().wait()
 
 
