@@ -651,7 +651,7 @@ struct SessionCore: Sendable {
             }
         case .clientPings(let idle, let timeout, let ping):
             if let sentAt = pingSentAt {
-                if lastReceivedAt > sentAt {
+                if lastReceivedAt >= sentAt {
                     pingSentAt = nil
                     schedule(.liveness, after: max(.zero, lastReceivedAt + idle - now), effects: &effects)
                 } else if now >= sentAt + timeout {

@@ -106,6 +106,7 @@ final class SessionEngine: Sendable {
             case .open(let connection, let request):
                 open(connection, request)
             case .send(let connection, let frames):
+                if tracesFrames { for frame in frames { log(.trace, "→ \(Self.describe(frame))") } }
                 io.withLock { $0.connections[connection] }?.send(frames)
             case .close(let connection, let code, let reason):
                 io.withLock { $0.connections[connection] }?.close(code: code, reason: reason)
@@ -148,6 +149,9 @@ final class SessionEngine: Sendable {
     private func open(_ connection: UInt64, _ request: ConnectionRequest) {
         let handle = transport.open(request) { [weak self] event in
             guard let self else { return }
+            if self.tracesFrames, case .received(let frames) = event {
+                for frame in frames { self.log(.trace, "← \(Self.describe(frame))") }
+            }
             if case .closed = event {
                 self.io.withLock { io in
                     if io.connections.removeValue(forKey: connection) == nil {
@@ -220,6 +224,15 @@ final class SessionEngine: Sendable {
             return io.connections[current]
         }
         resume?.setReadingPaused(false)
+    }
+
+    private var tracesFrames: Bool { logHandler != nil && logLevel <= .trace }
+
+    private static func describe(_ frame: TransportFrame) -> String {
+        switch frame {
+        case .text(let text): return text.count > 512 ? String(text.prefix(512)) + "…" : text
+        case .binary(let data): return "<\(data.count) bytes>"
+        }
     }
 
     func log(_ level: LogLevel, _ message: @autoclosure () -> String) {

@@ -1,0 +1,100 @@
+import Dispatch
+import Foundation
+import RealtimeCore
+import Testing
+
+@Suite("HandlerRegistry")
+struct HandlerRegistryTests {
+    private func event(_ name: String, channel: ChannelID? = "room") -> RealtimeEvent {
+        RealtimeEvent(channel: channel, name: name, data: .null)
+    }
+
+    @Test("a once handler runs exactly once when 8 threads dispatch the same event")
+    func onceUnderRace() {
+        for _ in 0..<50 {
+            let registry = HandlerRegistry()
+            let calls = Locked(0)
+            registry.add(channel: nil, event: "tick", once: true) { _ in calls.withLock { $0 += 1 } }
+            let event = event("tick")
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in registry.dispatch(event) }
+            #expect(calls.withLock { $0 } == 1)
+            #expect(registry.count == 0)
+        }
+    }
+
+    @Test("off(id:) inside a running handler takes effect for the next event")
+    func offInsideHandler() {
+        let registry = HandlerRegistry()
+        let calls = Locked<[String]>([])
+        let id = Locked<HandlerID?>(nil)
+        id.withLock {
+            $0 = registry.add(channel: nil, event: "e") { _ in
+                calls.withLock { $0.append("self-removing") }
+                registry.remove(id: id.withLock { $0 }!)
+            }
+        }
+        registry.add(channel: nil, event: "e") { _ in calls.withLock { $0.append("stays") } }
+        registry.dispatch(event("e"))
+        registry.dispatch(event("e"))
+        #expect(calls.withLock { $0 } == ["self-removing", "stays", "stays"])
+    }
+
+    @Test("adding and removing 10,000 handlers leaves nothing behind")
+    func massAddRemove() {
+        let registry = HandlerRegistry()
+        var ids: [HandlerID] = []
+        for index in 0..<10_000 {
+            let channel: ChannelID? = index % 3 == 0 ? nil : ChannelID("c\(index % 7)")
+            let name: String? = index % 5 == 0 ? nil : "e\(index % 11)"
+            ids.append(registry.add(channel: channel, event: name, once: index % 2 == 0) { _ in })
+        }
+        #expect(registry.count == 10_000)
+        for id in ids.shuffled() { #expect(registry.remove(id: id)) }
+        #expect(registry.count == 0)
+        let called = Locked(false)
+        registry.add(channel: nil, event: nil) { _ in called.withLock { $0 = true } }
+        registry.dispatch(event("e1"))
+        #expect(called.withLock { $0 })
+        #expect(registry.count == 1)
+    }
+
+    @Test("handlers run in registration order across scopes")
+    func order() {
+        let registry = HandlerRegistry()
+        let calls = Locked<[Int]>([])
+        registry.add(channel: nil, event: nil) { _ in calls.withLock { $0.append(1) } }
+        registry.add(channel: "room", event: "e") { _ in calls.withLock { $0.append(2) } }
+        registry.add(channel: nil, event: "e") { _ in calls.withLock { $0.append(3) } }
+        registry.add(channel: "room", event: nil) { _ in calls.withLock { $0.append(4) } }
+        registry.add(channel: "other", event: "e") { _ in calls.withLock { $0.append(99) } }
+        registry.dispatch(event("e"))
+        #expect(calls.withLock { $0 } == [1, 2, 3, 4])
+    }
+
+    @Test("off(event) and removeAll(channel) remove only their scope")
+    func scopedRemoval() {
+        let registry = HandlerRegistry()
+        let calls = Locked<[String]>([])
+        registry.add(channel: nil, event: "e") { _ in calls.withLock { $0.append("session-e") } }
+        registry.add(channel: "room", event: "e") { _ in calls.withLock { $0.append("room-e") } }
+        registry.add(channel: "room", event: "f") { _ in calls.withLock { $0.append("room-f") } }
+        registry.remove(event: "e", channel: "room")
+        registry.dispatch(event("e"))
+        registry.removeAll(channel: "room")
+        registry.dispatch(event("f"))
+        #expect(calls.withLock { $0 } == ["session-e"])
+        #expect(registry.count == 1)
+    }
+
+    @Test("observers are removed by the same off(id:)")
+    func observers() {
+        let registry = HandlerRegistry()
+        let states = Locked(0)
+        let id = registry.addStateObserver { _, _ in states.withLock { $0 += 1 } }
+        registry.dispatchState(from: .initialized, to: .connecting)
+        #expect(registry.remove(id: id))
+        registry.dispatchState(from: .connecting, to: .connected)
+        #expect(states.withLock { $0 } == 1)
+        #expect(!registry.remove(id: id))
+    }
+}

@@ -1,0 +1,439 @@
+import Foundation
+import RealtimeCore
+import RealtimeTesting
+import Testing
+
+@Suite("Session engine")
+struct SessionEngineTests {
+    @Test("connect: the handshake makes the session connected and joins held channels")
+    func connect() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        try await harness.session.connect()
+        #expect(harness.session.state == .connected)
+        #expect(harness.session.connectionID == "conn-1")
+        #expect(harness.stateLog == [.connecting, .connected])
+        #expect(room.state == .subscribed(recovered: nil))
+        #expect(try await room.subscribed() == nil)
+        #expect(harness.peers.count == 1)
+        #expect(harness.peers[0].request.headers.contains(HTTPHeader("X-Attempt", "0")))
+    }
+
+    @Test("a dropped connection backs off, reconnects and re-joins every channel")
+    func dropBackoffReconnect() async throws {
+        let harness = EngineHarness(script: { index in
+            EngineHarness.welcome(id: "c\(index)") + [.expect(subRoom, reply: [subOkRoom])]
+        })
+        let room = harness.session.channel("room")
+        try await harness.session.connect()
+        harness.peers[0].drop()
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(room.state == .pending)
+        harness.clock.advance(by: .milliseconds(999))
+        #expect(harness.peers.count == 1)
+        harness.clock.advance(by: .milliseconds(1))
+        #expect(harness.peers.count == 2)
+        #expect(harness.session.state == .connected)
+        #expect(harness.session.connectionID == "c1")
+        #expect(harness.peers[1].received == [subRoom])
+        #expect(room.state == .subscribed(recovered: nil))
+        #expect(harness.stateLog == [.connecting, .connected, .reconnecting(attempt: 1, delay: .seconds(1)),
+                                     .connecting, .connected])
+    }
+
+    @Test("failed attempts grow the delay; a success resets the count")
+    func backoffGrowsAndResets() async throws {
+        let harness = EngineHarness(script: { index in
+            switch index {
+            case 0, 4: return EngineHarness.welcome()
+            default: return [.drop]
+            }
+        })
+        try await harness.session.connect()
+        harness.peers[0].drop()
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        harness.clock.advance(by: .seconds(1))          // attempt 1 fails at once
+        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2)))
+        harness.clock.advance(by: .seconds(2))          // attempt 2 fails
+        #expect(harness.session.state == .reconnecting(attempt: 3, delay: .seconds(4)))
+        harness.clock.advance(by: .seconds(4))          // attempt 3 fails
+        #expect(harness.session.state == .reconnecting(attempt: 4, delay: .seconds(8)))
+        harness.clock.advance(by: .seconds(8))          // attempt 4 succeeds
+        #expect(harness.session.state == .connected)
+        harness.peers[4].drop()
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+    }
+
+    @Test("a 42xx close reconnects immediately; a 41xx close honours the dialect's minimum")
+    func immediateAndMinimum() async throws {
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 2, maximumDelay: .seconds(8),
+                                     jitter: .none)
+        let harness = EngineHarness(dialect: LineDialect(policy: policy), script: { _ in EngineHarness.welcome() })
+        try await harness.session.connect()
+        harness.peers[0].close(code: 4200, reason: "reconnect")
+        #expect(harness.peers.count == 2)
+        #expect(harness.session.state == .connected)
+        #expect(harness.stateLog.contains(.reconnecting(attempt: 1, delay: .zero)))
+        harness.peers[1].close(code: 4100, reason: "over capacity")
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        harness.clock.advance(by: .milliseconds(500))
+        #expect(harness.peers.count == 2)
+        harness.clock.advance(by: .milliseconds(500))
+        #expect(harness.peers.count == 3)
+    }
+
+    @Test("a terminal close fails the session and nothing reconnects")
+    func terminal() async throws {
+        let harness = EngineHarness()
+        try await harness.session.connect()
+        harness.peers[0].close(code: 4001, reason: "no such app")
+        guard case .failed(let error) = harness.session.state else {
+            Issue.record("expected failed, got \(harness.session.state)")
+            return
+        }
+        #expect(error.code == .connectionRefused)
+        #expect(error.context.closeCode == 4001)
+        #expect(harness.errorLog.map(\.code) == [.connectionRefused])
+        harness.clock.advance(by: .seconds(3600))
+        #expect(harness.peers.count == 1)
+    }
+
+    @Test("the app's disconnect stays disconnected")
+    func appDisconnect() async throws {
+        let harness = EngineHarness()
+        try await harness.session.connect()
+        harness.session.disconnect()
+        #expect(harness.session.state == .disconnected)
+        #expect(harness.peers[0].closeRequest?.code == 1000)
+        harness.clock.advance(by: .seconds(3600))
+        #expect(harness.peers.count == 1)
+        #expect(harness.session.state == .disconnected)
+        // A disconnect while waiting to reconnect cancels the pending attempt too.
+        try await harness.session.connect()
+        harness.peers[1].drop()
+        harness.session.disconnect()
+        harness.clock.advance(by: .seconds(3600))
+        #expect(harness.peers.count == 2)
+        #expect(harness.stateLog.last == .disconnected)
+    }
+
+    @Test("the maximum attempts end in failed")
+    func maximumAttempts() async throws {
+        let policy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 1, maximumDelay: .seconds(1),
+                                     jitter: .none, maximumAttempts: 3)
+        let harness = EngineHarness(dialect: LineDialect(policy: policy), script: { index in
+            index == 0 ? EngineHarness.welcome() : [.drop]
+        })
+        try await harness.session.connect()
+        harness.peers[0].drop()
+        harness.clock.advance(by: .seconds(10))
+        #expect(harness.peers.count == 4)
+        guard case .failed(let error) = harness.session.state else {
+            Issue.record("expected failed, got \(harness.session.state)")
+            return
+        }
+        #expect(error.code == .sessionFailed)
+        #expect(error.message.contains("3 reconnect attempts"))
+    }
+
+    @Test("a send buffered while reconnecting is delivered exactly once, after the channel re-joins")
+    func bufferedSendDeliveredOnce() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        try await harness.session.connect()
+        harness.peers[0].drop()
+        let sending = Task { try await room.send("note", "hello") }
+        await eventually("the send to be buffered") { harness.session.bufferedSendCount == 1 }
+        harness.clock.advance(by: .seconds(1))
+        try await sending.value
+        #expect(harness.session.bufferedSendCount == 0)
+        let sends = harness.peers.flatMap(texts).filter { $0.contains(#""t":"send""#) }
+        #expect(sends == [#"{"args":["hello"],"ch":"room","name":"note","t":"send"}"#])
+        #expect(texts(harness.peers[1]).last == sends.first)
+    }
+
+    @Test("a buffered send times out with a typed error")
+    func bufferedSendTimesOut() async throws {
+        let harness = EngineHarness(options: { $0.sendTimeout = .seconds(5) },
+                                    script: { index in index == 0 ? EngineHarness.welcome() : [.drop] })
+        let room = harness.session.channel("room")
+        try await harness.session.connect()
+        harness.peers[0].drop()
+        let sending = Task { try await room.send("note", "hello") }
+        await eventually("the send to be buffered") { harness.session.bufferedSendCount == 1 }
+        harness.clock.advance(by: .seconds(5))
+        await #expect(throws: RealtimeError.self) { try await sending.value }
+        do {
+            try await sending.value
+        } catch let error as RealtimeError {
+            #expect(error.code == .timedOut)
+            #expect(error.context.channel == "room")
+        }
+        #expect(harness.session.bufferedSendCount == 0)
+    }
+
+    @Test("the send buffer is bounded")
+    func bufferBound() async throws {
+        let harness = EngineHarness(options: { $0.sendBufferLimit = 2 }, script: { _ in nil })
+        let room = harness.session.channel("room")
+        harness.session.start()
+        let first = Task { try await room.send("a", 1) }
+        let second = Task { try await room.send("b", 2) }
+        await eventually { harness.session.bufferedSendCount == 2 }
+        do {
+            try await room.send("c", 3)
+            Issue.record("a third send should not fit")
+        } catch let error as RealtimeError {
+            #expect(error.code == .bufferFull)
+        }
+        harness.session.disconnect()
+        for task in [first, second] {
+            do {
+                try await task.value
+                Issue.record("buffered sends must fail on disconnect")
+            } catch let error as RealtimeError {
+                #expect(error.code == .disconnected)
+            }
+        }
+    }
+
+    @Test("server pings: a silent link is declared dead after interval + grace")
+    func serverPingLiveness() async throws {
+        let harness = EngineHarness(script: { index in
+            index == 0 ? EngineHarness.welcome(extra: #","ping":5"#) : EngineHarness.welcome()
+        })
+        try await harness.session.connect()
+        harness.clock.advance(by: .seconds(4))
+        harness.peers[0].send(text: #"{"t":"ev","name":"ping"}"#)   // any frame is a sign of life
+        harness.clock.advance(by: .milliseconds(5_999))
+        #expect(harness.session.state == .connected)
+        harness.clock.advance(by: .milliseconds(1))
+        guard case .reconnecting = harness.session.state else {
+            Issue.record("expected reconnecting, got \(harness.session.state)")
+            return
+        }
+        #expect(harness.peers[0].closeRequest?.code == 1006)
+    }
+
+    @Test("client pings: ping after idle, dead when no answer within the timeout")
+    func clientPingLiveness() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome(extra: #","idle":10"#) })
+        try await harness.session.connect()
+        harness.clock.advance(by: .seconds(10))
+        #expect(texts(harness.peers[0]).last == #"{"t":"ping"}"#)
+        harness.peers[0].send(text: #"{"t":"ev","name":"pong"}"#)
+        harness.clock.advance(by: .seconds(2))
+        #expect(harness.session.state == .connected)
+        harness.clock.advance(by: .seconds(8))
+        #expect(texts(harness.peers[0]).filter { $0 == #"{"t":"ping"}"# }.count == 2)
+        harness.clock.advance(by: .seconds(2))
+        guard case .reconnecting = harness.session.state else {
+            Issue.record("expected reconnecting, got \(harness.session.state)")
+            return
+        }
+    }
+
+    @Test("a handshake that never completes times out and backs off")
+    func handshakeTimeout() async throws {
+        let harness = EngineHarness(options: { $0.connectTimeout = .seconds(3) }, script: { _ in nil })
+        harness.session.start()
+        #expect(harness.session.state == .connecting)
+        harness.clock.advance(by: .seconds(3))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.peers[0].phase == .closed)
+    }
+
+    @Test("requests resolve with the server's answer or time out, and the dialect forgets them")
+    func requests() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        try await harness.session.connect()
+        harness.peers[0].onReceive { frame, peer in
+            if case .text(let text) = frame, text.contains(#""name":"sum""#) {
+                peer.send(text: #"{"t":"ack","id":1,"args":[6]}"#)
+            }
+        }
+        let answer = try await room.request("sum", 1, 2, 3)
+        #expect(answer == [6])
+        let pending = Task { try await room.request("slow", timeout: .seconds(2)) }
+        await eventually { texts(harness.peers[0]).contains { $0.contains(#""name":"slow""#) } }
+        harness.clock.advance(by: .seconds(2))
+        do {
+            _ = try await pending.value
+            Issue.record("the request should time out")
+        } catch let error as RealtimeError {
+            #expect(error.code == .timedOut)
+        }
+        // A late answer for the timed-out request is ignored.
+        harness.peers[0].send(text: #"{"t":"ack","id":2,"args":["late"]}"#)
+        #expect(harness.session.state == .connected)
+    }
+
+    @Test("a request written before the connection dropped fails; buffered ones survive")
+    func requestAcrossDrop() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        try await harness.session.connect()
+        let inFlight = Task { try await room.request("q") }
+        await eventually { texts(harness.peers[0]).contains { $0.contains(#""t":"req""#) } }
+        harness.peers[0].drop()
+        do {
+            _ = try await inFlight.value
+            Issue.record("the in-flight request should fail")
+        } catch let error as RealtimeError {
+            #expect(error.code == .connectionClosed)
+        }
+    }
+
+    @Test("the server's ack request is answered once through event.ack")
+    func serverAck() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        room.on("ask") { event in
+            event.ack?("yes")
+            event.ack?("again")
+        }
+        try await harness.session.connect()
+        harness.peers[0].send(text: #"{"t":"ev","ch":"room","name":"ask","ack":7}"#)
+        #expect(texts(harness.peers[0]).filter { $0.contains("ackreply") } == [#"{"args":["yes"],"id":7,"t":"ackreply"}"#])
+    }
+
+    @Test("a refused channel reports a typed error and refuses sends")
+    func refusedChannel() async throws {
+        let subPrivate = TransportFrame.text(#"{"ch":"private","t":"sub"}"#)
+        let harness = EngineHarness(script: { _ in
+            EngineHarness.welcome() + [.expect(subPrivate, reply: [.text(#"{"t":"subfail","ch":"private"}"#)])]
+        })
+        let secret = harness.session.channel("private")
+        try await harness.session.connect()
+        await #expect(throws: RealtimeError.self) { try await secret.subscribed() }
+        guard case .failed(let error) = secret.state else {
+            Issue.record("expected failed, got \(secret.state)")
+            return
+        }
+        #expect(error.code == .subscriptionRejected)
+        #expect(harness.errorLog.map(\.code) == [.subscriptionRejected])
+        do {
+            try await secret.send("x")
+            Issue.record("sending on a refused channel must fail")
+        } catch let error as RealtimeError {
+            #expect(error.code == .channelUnavailable)
+        }
+    }
+
+    @Test("channel handlers see only their channel, in wire order, and survive reconnects")
+    func channelHandlers() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        let seen = Locked<[String]>([])
+        room.on("m") { event in seen.withLock { $0.append(event.data.stringValue ?? "?") } }
+        try await harness.session.connect()
+        harness.peers[0].send([.text(#"{"t":"ev","ch":"room","name":"m","data":"1"}"#),
+                               .text(#"{"t":"ev","ch":"other","name":"m","data":"x"}"#),
+                               .text(#"{"t":"ev","ch":"room","name":"m","data":"2"}"#)])
+        harness.peers[0].drop()
+        harness.clock.advance(by: .seconds(1))
+        harness.peers[1].send(text: #"{"t":"ev","ch":"room","name":"m","data":"3"}"#)
+        #expect(seen.withLock { $0 } == ["1", "2", "3"])
+        #expect(harness.eventLog.count == 4)
+    }
+
+    @Test("leaving a channel unsubscribes and fails its buffered sends")
+    func leave() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() })
+        let room = harness.session.channel("room")
+        try await harness.session.connect()
+        let sending = Task { try await room.send("x") }
+        await eventually { harness.session.bufferedSendCount == 1 }
+        room.leave()
+        #expect(texts(harness.peers[0]).last == #"{"ch":"room","t":"unsub"}"#)
+        do {
+            try await sending.value
+            Issue.record("the buffered send should fail")
+        } catch let error as RealtimeError {
+            #expect(error.code == .channelUnavailable)
+        }
+        #expect(room.state == .left)
+    }
+
+    @Test("the dialect's rules are checked at the call site")
+    func validation() async throws {
+        let harness = EngineHarness()
+        let room = harness.session.channel("room")
+        do {
+            try await room.send("reserved")
+            Issue.record("a reserved name must be refused")
+        } catch let error as RealtimeError {
+            #expect(error.code == .invalidArgument)
+        }
+    }
+
+    @Test("a deferred connection request runs asynchronously and connects")
+    func deferredRequest() async throws {
+        var dialect = LineDialect()
+        dialect.deferRequest = true
+        let harness = EngineHarness(dialect: dialect)
+        try await harness.session.connect()
+        #expect(harness.session.state == .connected)
+    }
+
+    @Test("dialect commands wait for the connection")
+    func customCommand() async throws {
+        let harness = EngineHarness()
+        let pending = Task { try await harness.session.dialectCommand("signin", payload: ["user": "u1"]) }
+        try await harness.session.connect()
+        let answer = try await pending.value
+        #expect(answer == ["done:signin"])
+        #expect(texts(harness.peers[0]).contains(#"{"name":"signin","payload":{"user":"u1"},"t":"custom"}"#))
+    }
+
+    @Test("a slow consumer pauses reading and resumes once handlers catch up")
+    func backPressure() async throws {
+        let queued = Locked<[@Sendable () -> Void]>([])
+        let transport = InMemoryTransport()
+        let clock = ManualClock()
+        let session = RealtimeSession(
+            dialect: LineDialect(), transport: transport,
+            options: SessionOptions(delivery: .custom { work in queued.withLock { $0.append(work) } },
+                                    deliveryHighWatermark: 10, clock: clock))
+        let count = Locked(0)
+        session.on("m") { _ in count.withLock { $0 += 1 } }
+        session.start()
+        let peer = await transport.peer(0)
+        peer.send(text: #"{"t":"welcome"}"#)
+        for _ in 0..<4 { peer.send((0..<5).map { _ in .text(#"{"t":"ev","name":"m"}"#) }) }
+        #expect(peer.isReadingPaused)
+        let work = queued.withLock { queue in defer { queue = [] }; return queue }
+        for item in work { item() }
+        #expect(count.withLock { $0 } == 20)
+        #expect(!peer.isReadingPaused)
+        withExtendedLifetime(session) {}
+    }
+
+    @Test("releasing the session closes its connection")
+    func releaseCloses() async throws {
+        let transport = InMemoryTransport()
+        do {
+            let session = RealtimeSession(dialect: LineDialect(), transport: transport,
+                                          options: SessionOptions(delivery: .inline, clock: ManualClock()))
+            session.start()
+            transport.lastPeer?.send(text: #"{"t":"welcome"}"#)
+            #expect(session.state == .connected)
+        }
+        #expect(transport.peers[0].closeRequest?.code == 1000)
+    }
+
+    @Test("states and events are also async sequences")
+    func asyncSequences() async throws {
+        let harness = EngineHarness()
+        var iterator = harness.session.states.makeAsyncIterator()
+        #expect(await iterator.next() == .initialized)
+        let events = harness.session.events("hello")
+        try await harness.session.connect()
+        #expect(await iterator.next() == .connecting)
+        #expect(await iterator.next() == .connected)
+        harness.peers[0].send(text: #"{"t":"ev","name":"hello","data":42}"#)
+        var eventIterator = events.makeAsyncIterator()
+        #expect(await eventIterator.next()?.data == 42)
+    }
+}
