@@ -1,10 +1,8 @@
 import Realtime
-import RealtimeTesting
 
-/// The WebSocket transport the Socket.IO scenarios run on.
+/// The WebSocket transport the Socket.IO scenarios run on (and upgrade to).
 enum SocketIOBaseTransport {
-    // Until WebSocketTransport lands on main, only polling scenarios run; the in-memory transport is never opened.
-    static let webSocketAvailable = false
+    static let webSocketAvailable = true
 
-    static func make() -> any RealtimeTransport { InMemoryTransport(autoAccept: false) }
+    static func make() -> any RealtimeTransport { WebSocketTransport() }
 }

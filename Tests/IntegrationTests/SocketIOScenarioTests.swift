@@ -69,10 +69,19 @@ struct SocketIOScenarioTests {
             let namespaces = Set(client.events.named("welcome").compactMap { $0.data["namespace"]?.stringValue })
             #expect(namespaces == ["/", "/chat"])
             #expect(client.events.named("welcome").allSatisfy { $0.data["auth"]?["token"] == "secret" })
-            if carrier == .upgrade {
-                // Still on the same Engine.IO session after the upgrade.
-                #expect(client.states.withLock { $0 }.filter { $0 == .connected }.count == 1)
+            // The server sees the carrier we asked for; the upgrade keeps the same Engine.IO session.
+            let expected: JSONValue = carrier == .polling ? "polling" : "websocket"
+            var seen: [JSONValue] = []
+            for _ in 0..<50 {
+                seen = try await client.channel("/").request("which_transport")
+                if seen == [expected] { break }
+                try await Task.sleep(for: .milliseconds(20))
             }
+            #expect(seen == [expected])
+            #expect(client.states.withLock { $0 }.filter { $0 == .connected }.count == 1)
+            let firstID = client.session.connectionID
+            #expect(try await client.channel("/chat").request("sum", [1]) == [["sum": 1]])
+            #expect(client.session.connectionID == firstID)
             client.session.disconnect()
         }
     }

@@ -115,6 +115,9 @@ def register(ns):
         for transport in live_transports.pop(eio_sid, set()):
             transport.abort()
 
+    async def which_transport(sid):
+        return sio.transport(sid, namespace=ns)
+
     async def burst(sid, count):
         for index in range(count):
             await sio.emit("burst_item", index, to=sid, namespace=ns)
@@ -124,7 +127,7 @@ def register(ns):
         "connect": connect, "sum": sum_, "echo": echo, "binary_echo": binary_echo,
         "send_binary": send_binary, "ask_me": ask_me, "join": join, "broadcast": broadcast,
         "kick_me": kick_me, "close_engine": close_engine, "go_silent": go_silent,
-        "drop_transport": drop_transport, "burst": burst,
+        "drop_transport": drop_transport, "burst": burst, "which_transport": which_transport,
     }
     for name, handler in handlers.items():
         sio.on(name, handler, namespace=ns)
