@@ -92,7 +92,8 @@ public final class SocketIOServer: Sendable {
     public init(configuration: Configuration = Configuration()) throws(RealtimeError) {
         self.configuration = configuration
         let path = configuration.path.hasSuffix("/") ? configuration.path : configuration.path + "/"
-        let box = Locked<SocketIOServer?>(nil)
+        // Weak, so the WebSocket server's handler does not keep this server alive.
+        let box = Locked(WeakServer())
         let server = try WebSocketServer(
             configuration: .init(host: configuration.host, port: configuration.port),
             shouldUpgrade: { request in
@@ -107,11 +108,11 @@ public final class SocketIOServer: Sendable {
                 return .accept()
             },
             handler: { connection, event in
-                box.withLock { $0 }?.handle(connection, event)
+                box.withLock { $0.server }?.handle(connection, event)
             })
         port = server.port
         webSocketServer.withLock { $0 = server }
-        box.withLock { $0 = self }
+        box.withLock { $0.server = self }
     }
 
     /// `http://host:port` for `.socketIO(url:)`.
@@ -365,6 +366,10 @@ public final class SocketIOServer: Sendable {
     func silence(_ connection: WebSocketServerConnection) {
         state.withLock { $0.clients[ObjectIdentifier(connection)]?.silent = true }
     }
+}
+
+private struct WeakServer {
+    weak var server: SocketIOServer?
 }
 
 /// One client's socket in one namespace of a ``SocketIOServer``.
