@@ -147,4 +147,22 @@ struct SocketIOEmbeddedServerTests {
         #expect(await eventually(timeout: .seconds(10)) { session.state == .connected && session.connectionID != firstID })
         session.disconnect()
     }
+
+    @Test func burstFromTheEmbeddedServerArrivesInOrder() async throws {
+        let server = try makeFixtureLikeServer()
+        defer { server.stop() }
+        let events = EventLog()
+        let session = RealtimeSession(dialect: .socketIO(url: server.url), transport: WebSocketTransport())
+        session.channel("/").onAny { events.append($0) }
+        try await session.connect()
+        try await session.channel("/").subscribed()
+        let started = ContinuousClock.now
+        try await session.channel("/").send("burst", 10_000)
+        #expect(await events.wait(for: "burst_done", timeout: .seconds(30)))
+        let elapsed = ContinuousClock.now - started
+        let items = events.named("burst_item").compactMap { $0.data.integerValue }
+        #expect(items == Array(0..<10_000))
+        print("socket.io burst from the embedded server: 10000 events in \(elapsed)")
+        session.disconnect()
+    }
 }

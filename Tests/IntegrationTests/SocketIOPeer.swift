@@ -104,15 +104,18 @@ func withSocketIOPeer<Result>(fastPing: Bool = false, _ body: (SocketIOPeer) asy
     return try await body(peer)
 }
 
-/// Collects events and wakes a waiter when a condition over them holds.
+/// Collects events and wakes a waiter once enough events of a name arrived. Counting per name keeps a
+/// 10,000-event burst linear.
 final class EventLog: Sendable {
     private struct Waiter {
-        var condition: @Sendable ([RealtimeEvent]) -> Bool
+        var name: String
+        var count: Int
         var continuation: CheckedContinuation<Bool, Never>
     }
 
     private struct State {
         var events: [RealtimeEvent] = []
+        var counts: [String: Int] = [:]
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiter: UInt64 = 0
     }
@@ -126,21 +129,23 @@ final class EventLog: Sendable {
     func append(_ event: RealtimeEvent) {
         let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.events.append(event)
-            let events = state.events
-            let done = state.waiters.filter { $0.value.condition(events) }
+            let count = state.counts[event.name, default: 0] + 1
+            state.counts[event.name] = count
+            guard !state.waiters.isEmpty else { return [] }
+            let done = state.waiters.filter { $0.value.name == event.name && count >= $0.value.count }
             for key in done.keys { state.waiters[key] = nil }
             return done.values.map(\.continuation)
         }
         for continuation in ready { continuation.resume(returning: true) }
     }
 
-    /// Waits until `condition` holds for the events so far; `false` after `timeout`.
-    func wait(timeout: Duration = .seconds(10), until condition: @escaping @Sendable ([RealtimeEvent]) -> Bool) async -> Bool {
+    /// Waits for `count` events named `name`; `false` after `timeout`.
+    func wait(for name: String, count: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
         await withCheckedContinuation { continuation in
             let key = state.withLock { state -> UInt64? in
-                if condition(state.events) { return nil }
+                if state.counts[name, default: 0] >= count { return nil }
                 state.nextWaiter += 1
-                state.waiters[state.nextWaiter] = Waiter(condition: condition, continuation: continuation)
+                state.waiters[state.nextWaiter] = Waiter(name: name, count: count, continuation: continuation)
                 return state.nextWaiter
             }
             guard let key else { return continuation.resume(returning: true) }
@@ -149,11 +154,6 @@ final class EventLog: Sendable {
                 expired?.continuation.resume(returning: false)
             }
         }
-    }
-
-    /// Waits for `count` events named `name`.
-    func wait(for name: String, count: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
-        await wait(timeout: timeout) { events in events.filter { $0.name == name }.count >= count }
     }
 }
 

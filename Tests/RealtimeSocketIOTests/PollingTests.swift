@@ -133,8 +133,8 @@ struct PollingTests {
         let actions = harness.polling.handle(.close(code: 1000, reason: "bye"))
         #expect(actions.posts.map(\.1) == [Data("1".utf8)])
         #expect(actions.closures.first?.kind == .closedLocally(code: 1000, reason: "bye"))
-        // The close POST comes after the in-flight requests are cancelled.
-        let cancelIndex = actions.firstIndex { if case .cancelRequests = $0 { true } else { false } }
+        // The close POST comes after the in-flight requests are abandoned.
+        let cancelIndex = actions.firstIndex { if case .abandonRequests = $0 { true } else { false } }
         let postIndex = actions.firstIndex { if case .post = $0 { true } else { false } }
         #expect(cancelIndex! < postIndex!)
         #expect(harness.polling.handle(.close(code: 1000, reason: "again")).isEmpty)

@@ -51,6 +51,7 @@ public struct SocketIODialect: RealtimeDialect {
     public var queryItems: [URLQueryItem]
     /// `[.websocket]`, `[.polling]`, or `[.polling, .websocket]` to start on polling and upgrade.
     public var transports: [Transport]
+    /// The session's reconnect policy unless `SessionOptions.reconnectPolicy` overrides it.
     public var reconnectPolicy: ReconnectPolicy
     /// Time allowed for the transport to open and the Engine.IO handshake to arrive.
     public var connectTimeout: Duration
@@ -65,6 +66,7 @@ public struct SocketIODialect: RealtimeDialect {
                                                                maximumDelay: .seconds(5),
                                                                jitter: .proportional(0.5))
 
+    /// A dialect for the server at `url`; see ``RealtimeDialect/socketIO(url:path:auth:headers:queryItems:transports:reconnectPolicy:connectTimeout:defaultNamespaces:limits:)``.
     public init(url: URL, path: String = "/socket.io/", auth: SocketIOAuth? = nil, headers: [HTTPHeader] = [],
                 queryItems: [URLQueryItem] = [], transports: [Transport] = [.websocket],
                 reconnectPolicy: ReconnectPolicy = SocketIODialect.defaultReconnectPolicy,
@@ -88,10 +90,13 @@ public struct SocketIODialect: RealtimeDialect {
         self.allowsInsecureTransportToRemoteHosts = allowsInsecureTransportToRemoteHosts
     }
 
+    /// `"socket.io"`.
     public var name: String { "socket.io" }
 
+    /// ``defaultNamespaces``: `/` unless configured otherwise.
     public var defaultChannels: [ChannelID] { defaultNamespaces }
 
+    /// A fresh ``SocketIOMachine``.
     public func makeMachine() -> SocketIOMachine {
         SocketIOMachine(auth: auth, limits: limits, handshakeTimeout: connectTimeout)
     }
@@ -102,6 +107,8 @@ public struct SocketIODialect: RealtimeDialect {
     /// `true` when the session starts on polling and upgrades to WebSocket.
     var upgrades: Bool { initialTransport == .polling && transports.contains(.websocket) }
 
+    /// `…/socket.io/?EIO=4&transport=websocket` (or `transport=polling`) plus the extra query items and
+    /// headers. Auth is not part of it: Socket.IO v5 sends it in each namespace CONNECT.
     public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
         do throws(RealtimeError) {
             return .ready(try makeConnectionRequest())
@@ -142,6 +149,8 @@ public struct SocketIODialect: RealtimeDialect {
                                  allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts)
     }
 
+    /// `base` for WebSocket sessions; for polling, an Engine.IO long-polling transport over `URLSession`
+    /// that upgrades to `base` when `transports` is `[.polling, .websocket]`.
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport {
         switch initialTransport {
         case .websocket: return base
@@ -154,6 +163,7 @@ public struct SocketIODialect: RealtimeDialect {
         "connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener",
     ]
 
+    /// Refuses reserved event names (`.invalidArgument`) and more attachments than the limit (`.limitExceeded`).
     public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
         if Self.reservedEventNames.contains(message.event) {
             return RealtimeError(.invalidArgument, "\"\(message.event)\" is a reserved Socket.IO event name",
@@ -203,6 +213,7 @@ public enum SocketIOAuth: Sendable, ExpressibleByDictionaryLiteral {
     /// so expiring tokens can be refreshed. Throwing refuses that namespace with `.authorizationFailed`.
     case provider(@Sendable (_ namespace: ChannelID) async throws -> JSONValue)
 
+    /// `["token": "…"]` is `.value(.object(["token": "…"]))`.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .value(.object(Dictionary(elements, uniquingKeysWith: { _, last in last })))
     }

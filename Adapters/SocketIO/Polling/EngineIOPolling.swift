@@ -33,8 +33,8 @@ package struct EngineIOPolling: Sendable {
         case get(URL, timeout: Duration)
         /// Start a POST with this body.
         case post(URL, body: Data, binary: Bool)
-        /// Cancel every HTTP request still in flight.
-        case cancelRequests
+        /// Stop caring about the HTTP requests in flight: their answers are ignored from now on.
+        case abandonRequests
         /// Report to the session.
         case event(TransportEvent)
         /// Open the WebSocket probe.
@@ -248,7 +248,7 @@ package struct EngineIOPolling: Sendable {
                                  actions: inout [Action]) {
         guard phase != .closed else { return }
         phase = .closed
-        actions.append(.cancelRequests)
+        actions.append(.abandonRequests)
         if let (url, body) = finalPost { actions.append(.post(url, body: body, binary: false)) }
         switch upgrade {
         case .opening, .probing, .pausing, .upgraded: actions.append(.probeAbort)

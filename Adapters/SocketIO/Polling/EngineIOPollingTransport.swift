@@ -29,8 +29,6 @@ private final class PollingConnection: TransportConnection {
     }
 
     private struct IO {
-        var tasks: [Int: URLSessionDataTask] = [:]
-        var nextTask = 0
         var probe: (any TransportConnection)?
         var finished = false
     }
@@ -58,7 +56,7 @@ private final class PollingConnection: TransportConnection {
     func start() {
         if let error = Self.insecureTransportError(request) {
             io.withLock { $0.finished = true }
-            session.invalidateAndCancel()
+            session.finishTasksAndInvalidate()
             handler(.closed(TransportClosure(.failed(error), duringOpen: true)))
             return
         }
@@ -106,12 +104,11 @@ private final class PollingConnection: TransportConnection {
             startRequest(url: url, method: "POST", body: body, binary: binary, timeout: request.connectTimeout) {
                 .postFinished($0)
             }
-        case .cancelRequests:
-            let tasks = io.withLock { io -> [URLSessionDataTask] in
-                defer { io.tasks = [:] }
-                return Array(io.tasks.values)
-            }
-            for task in tasks { task.cancel() }
+        case .abandonRequests:
+            // Not `cancel()`: in swift-corelibs-foundation a cancel racing the task's completion can hit
+            // "task that is not in the registry" and crash. The server answers the pending GET once it
+            // sees the close (or within its ping interval); the machine ignores late answers.
+            break
         case .event(let event):
             if case .closed = event {
                 io.withLock { $0.finished = true }
@@ -152,13 +149,10 @@ private final class PollingConnection: TransportConnection {
             urlRequest.setValue(binary ? "application/octet-stream" : "text/plain;charset=UTF-8",
                                 forHTTPHeaderField: "Content-Type")
         }
-        let key = io.withLock { io -> Int in
-            io.nextTask += 1
-            return io.nextTask
-        }
+        // The close POST is created before `closed` is reported; nothing starts after the session is invalidated.
+        guard io.withLock({ !$0.finished }) else { return }
         let task = session.dataTask(with: urlRequest) { [weak self] data, response, error in
             guard let self else { return }
-            self.io.withLock { _ = $0.tasks.removeValue(forKey: key) }
             let result: Result<EngineIOPolling.HTTPResponse, RealtimeError>
             if let error {
                 let nsError = error as NSError
@@ -171,12 +165,6 @@ private final class PollingConnection: TransportConnection {
             }
             self.submit(input(result))
         }
-        let started = io.withLock { io -> Bool in
-            // A close POST is sent even after the connection finished.
-            guard !io.finished || method == "POST" else { return false }
-            io.tasks[key] = task
-            return true
-        }
-        if started { task.resume() }
+        task.resume()
     }
 }

@@ -23,13 +23,17 @@ import RealtimeWebSocket
 public final class SocketIOServer: Sendable {
     /// Where to listen and the Engine.IO parameters announced to clients.
     public struct Configuration: Sendable {
+        /// A numeric loopback address (`127.0.0.1` or `::1`).
         public var host: String
         /// 0 picks a free port.
         public var port: Int
         /// The Engine.IO path (`/socket.io/`).
         public var path: String
+        /// Time between a pong and the next ping (announced in the open packet).
         public var pingInterval: Duration
+        /// Time a client has to answer a ping before it is dropped.
         public var pingTimeout: Duration
+        /// Largest payload announced to clients.
         public var maxPayload: Int
         /// Runs the heartbeat; pass a manual clock to drive it by hand.
         public var clock: any RealtimeClock
@@ -49,12 +53,15 @@ public final class SocketIOServer: Sendable {
 
     /// The answer of a namespace's connect handler.
     public enum ConnectDecision: Sendable {
+        /// Sends the CONNECT ack with a fresh socket id.
         case accept
         /// Refuses with CONNECT_ERROR `{"message": message, "data": data}`.
         case reject(String, data: JSONValue? = nil)
     }
 
+    /// Decides on one namespace CONNECT, given its payload.
     public typealias ConnectHandler = @Sendable (_ socket: SocketIOServerSocket, _ auth: JSONValue?) -> ConnectDecision
+    /// Handles one event; `ack` is set when the client asked for an acknowledgement.
     public typealias EventHandler = @Sendable (_ socket: SocketIOServerSocket, _ arguments: [JSONValue],
                                                _ ack: SocketIOServerAck?) -> Void
 
@@ -81,6 +88,7 @@ public final class SocketIOServer: Sendable {
         var pongDeadline: (any ScheduledTimer)?
     }
 
+    /// What the server was started with.
     public let configuration: Configuration
     let state = Locked(State())
     private let webSocketServer: Locked<WebSocketServer?> = Locked(nil)
@@ -404,7 +412,9 @@ public final class SocketIOServerSocket: Sendable {
                                    payload: .array([.string(event)] + arguments)), on: connection)
     }
 
+    /// Adds this socket to `room` of its namespace.
     public func join(_ room: String) { server?.join(self, room: room) }
+    /// Removes this socket from `room`.
     public func leave(_ room: String) { server?.leave(self, room: room) }
 
     /// Ends this namespace for the client with a server DISCONNECT (it does not re-join on its own).
@@ -430,8 +440,10 @@ public struct SocketIOServerAck: Sendable {
 
     init(reply: @escaping @Sendable ([JSONValue]) -> Void) { self.reply = reply }
 
+    /// Answers with `arguments`.
     public func callAsFunction(_ arguments: JSONValue...) { send(arguments) }
 
+    /// Answers with an argument list.
     public func send(_ arguments: [JSONValue]) {
         let first = answered.withLock { done -> Bool in
             defer { done = true }
