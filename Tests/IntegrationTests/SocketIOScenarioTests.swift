@@ -242,8 +242,9 @@ struct SocketIOScenarioTests {
                 client.states.withLock { $0 }.contains { if case .reconnecting = $0 { true } else { false } }
             })
             let detection = ContinuousClock.now - silencedAt
-            // Dead after pingInterval + pingTimeout (3 s) of silence, measured from the last ping.
-            #expect(detection < .seconds(4))
+            // Dead after pingInterval + pingTimeout (3 s) of silence counted from the last ping, which came
+            // at most 1 s before the server went silent; the rest is slack for a loaded machine.
+            #expect(detection < .seconds(5))
             #expect(await eventually(timeout: .seconds(10)) {
                 client.session.connectionID != firstID && client.session.state == .connected
             })

@@ -16,5 +16,5 @@ mkdir -p "$(dirname "$venv")"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     'python-socketio>=5.11,<6' 'python-engineio>=4.9,<5' 'aiohttp>=3.9,<4'
-"$venv/bin/python" -c 'import socketio, engineio, aiohttp; print("socketio", socketio.__version__ if hasattr(socketio, "__version__") else "?")'
+"$venv/bin/python" -c 'from importlib.metadata import version as v; print("python-socketio", v("python-socketio"), "python-engineio", v("python-engineio"), "aiohttp", v("aiohttp"))'
 echo "socketio peer ready: $venv"
