@@ -188,6 +188,26 @@ struct SocketIOScenarioTests {
     }
 
     @Test(arguments: SocketIOCarrier.available)
+    func leavingAndRejoiningANamespace(carrier: SocketIOCarrier) async throws {
+        try await withSocketIOPeer { peer in
+            let client = SocketIOClient(peer: peer, carrier: carrier)
+            let chat = client.channel("/chat")
+            try await client.session.connect()
+            try await chat.subscribed()
+            let connectionID = client.session.connectionID
+            chat.leave()
+            #expect(await eventually { chat.state == .left })
+            await #expect(throws: RealtimeError.self) { try await chat.request("sum", [1], timeout: .seconds(2)) }
+            // Joining again on the same Engine.IO connection gets a fresh CONNECT ack and a new welcome.
+            let again = client.channel("/chat")
+            try await again.subscribed()
+            #expect(try await again.request("sum", [5]) == [["sum": 5]])
+            #expect(client.session.connectionID == connectionID)
+            client.session.disconnect()
+        }
+    }
+
+    @Test(arguments: SocketIOCarrier.available)
     func engineIOCloseReconnectsAndRejoins(carrier: SocketIOCarrier) async throws {
         try await withSocketIOPeer { peer in
             try await reconnectScenario(peer: peer, carrier: carrier, trigger: "close_engine")
