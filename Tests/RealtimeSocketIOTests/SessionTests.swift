@@ -86,14 +86,17 @@ struct SessionTests {
             return ["token": .string("t\(value)")]
         })
         let chat = session.channel("/chat")
+        let main = session.channel("/")
         try await session.connect()
         try await chat.subscribed()
+        try await main.subscribed()
         #expect(Set(tokens.withLock { $0 }) == ["t1", "t2"])
 
         transport.peers[0].drop()
         clock.advance(by: .seconds(2))  // the first delay is at most 1.5 s; liveness needs 3 s
         _ = await transport.peer(1)
         try await chat.subscribed()
+        try await main.subscribed()
         // Both namespaces joined again, each with a token fetched for this connection.
         let afterReconnect = Array(tokens.withLock { $0 }.dropFirst(2))
         #expect(Set(afterReconnect) == ["t3", "t4"])
