@@ -129,15 +129,17 @@ struct SocketIOEmbeddedServerTests {
     }
 
     @Test func heartbeatAndSilenceOnTheEmbeddedServer() async throws {
-        let server = try makeFixtureLikeServer(configuration: .init(pingInterval: .milliseconds(300),
-                                                                    pingTimeout: .milliseconds(300)))
+        // pingTimeout above pingInterval, as in the python fixture's 1 s / 2 s: a late deadline of an old
+        // ping must not drop a client that answered the newer one.
+        let server = try makeFixtureLikeServer(configuration: .init(pingInterval: .milliseconds(400),
+                                                                    pingTimeout: .milliseconds(800)))
         defer { server.stop() }
         let session = RealtimeSession(dialect: .socketIO(url: server.url), transport: WebSocketTransport())
         let states = Locked<[ConnectionState]>([])
         session.onStateChange { _, new in states.withLock { $0.append(new) } }
         try await session.connect()
         let firstID = session.connectionID
-        try await Task.sleep(for: .milliseconds(1200))  // four ping cycles answered
+        try await Task.sleep(for: .milliseconds(2000))  // about five ping cycles answered
         #expect(session.connectionID == firstID)
         #expect(server.connectionCount == 1)
         try await session.channel("/").send("go_silent")

@@ -82,7 +82,9 @@ public final class SocketIOServer: Sendable {
         var sockets: [String: SocketIOServerSocket] = [:]
         var pendingAcks: [String: [Int64: @Sendable ([JSONValue]) -> Void]] = [:]
         var nextAckID: [String: Int64] = [:]
-        var pongSincePing = true
+        /// Pings sent, and the number of the last one answered: a deadline only checks its own ping.
+        var pingsSent: UInt64 = 0
+        var pingsAnswered: UInt64 = 0
         var silent = false
         var heartbeat: (any ScheduledTimer)?
         var pongDeadline: (any ScheduledTimer)?
@@ -202,18 +204,18 @@ public final class SocketIOServer: Sendable {
         let key = ObjectIdentifier(connection)
         let timer = configuration.clock.schedule(after: configuration.pingInterval) { [weak self, weak connection] in
             guard let self, let connection else { return }
-            let ping = self.state.withLock { state -> Bool in
-                guard let client = state.clients[key], !client.silent else { return false }
-                state.clients[key]?.pongSincePing = false
-                return true
+            let ping = self.state.withLock { state -> UInt64? in
+                guard let client = state.clients[key], !client.silent else { return nil }
+                state.clients[key]?.pingsSent += 1
+                return client.pingsSent + 1
             }
-            guard ping else { return }
+            guard let ping else { return }
             connection.send(text: "2")
             let deadline = self.configuration.clock.schedule(after: self.configuration.pingTimeout) { [weak self, weak connection] in
                 guard let self, let connection else { return }
                 let missed = self.state.withLock { state -> Bool in
                     guard let client = state.clients[key], !client.silent else { return false }
-                    return !client.pongSincePing
+                    return client.pingsAnswered < ping
                 }
                 if missed { connection.abort() }
             }
@@ -233,8 +235,8 @@ public final class SocketIOServer: Sendable {
                 }.get()
             case .text(.pong, _):
                 let known = state.withLock { state -> Bool in
-                    guard state.clients[key] != nil else { return false }
-                    state.clients[key]?.pongSincePing = true
+                    guard let client = state.clients[key] else { return false }
+                    state.clients[key]?.pingsAnswered = client.pingsSent
                     return true
                 }
                 if known { scheduleHeartbeat(connection) }
