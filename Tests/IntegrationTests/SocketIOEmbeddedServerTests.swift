@@ -167,4 +167,33 @@ struct SocketIOEmbeddedServerTests {
         print("socket.io burst from the embedded server: 10000 events in \(elapsed)")
         session.disconnect()
     }
+
+    @Test func connectionStateRecoveryEndToEnd() async throws {
+        let server = try makeFixtureLikeServer(configuration: .init(recovery: true))
+        defer { server.stop() }
+        let events = EventLog()
+        let session = RealtimeSession(dialect: .socketIO(url: server.url, auth: ["token": "secret"]),
+                                      transport: WebSocketTransport())
+        let chat = session.channel("/chat")
+        chat.onAny { events.append($0) }
+        try await session.connect()
+        #expect(try await chat.subscribed() == false)  // a first join has nothing to recover
+        #expect(try await chat.request("join", "news") == ["joined"])
+        server.emit("news", [["n": 1]], toRoom: "news", in: "/chat")
+        #expect(await events.wait(for: "news"))
+        #expect(events.named("news").first?.arguments == [["n": 1]])  // the offset is not an argument
+        let socketID = server.sockets(in: "/chat").first?.id
+
+        try await chat.send("drop_transport")
+        #expect(await eventually { server.connectionCount == 0 })
+        server.emit("news", [["n": 2]], toRoom: "news", in: "/chat")  // missed while away
+        #expect(await eventually { chat.state == .subscribed(recovered: true) })
+        #expect(await events.wait(for: "news", count: 2))
+        #expect(events.named("news").map(\.arguments) == [[["n": 1]], [["n": 2]]])
+        #expect(server.sockets(in: "/chat").first?.id == socketID)
+        // The room membership came back with the session.
+        server.emit("news", [["n": 3]], toRoom: "news", in: "/chat")
+        #expect(await events.wait(for: "news", count: 3))
+        session.disconnect()
+    }
 }

@@ -37,10 +37,16 @@ public final class SocketIOServer: Sendable {
         public var maxPayload: Int
         /// Runs the heartbeat; pass a manual clock to drive it by hand.
         public var clock: any RealtimeClock
+        /// Connection state recovery as Node's `connectionStateRecovery`: CONNECT acks carry a `pid`, events
+        /// without an ack carry an offset, and a client that drops (not one that leaves) can come back within
+        /// `maximumDisconnection` to the same socket id and rooms, with the room events it missed.
+        public var recovery: Bool
+        public var maximumDisconnection: Duration
 
         public init(host: String = "127.0.0.1", port: Int = 0, path: String = "/socket.io/",
                     pingInterval: Duration = .seconds(25), pingTimeout: Duration = .seconds(20),
-                    maxPayload: Int = 1_000_000, clock: any RealtimeClock = SystemClock()) {
+                    maxPayload: Int = 1_000_000, clock: any RealtimeClock = SystemClock(),
+                    recovery: Bool = false, maximumDisconnection: Duration = .seconds(120)) {
             self.host = host
             self.port = port
             self.path = path
@@ -48,6 +54,8 @@ public final class SocketIOServer: Sendable {
             self.pingTimeout = pingTimeout
             self.maxPayload = maxPayload
             self.clock = clock
+            self.recovery = recovery
+            self.maximumDisconnection = maximumDisconnection
         }
     }
 
@@ -73,6 +81,18 @@ public final class SocketIOServer: Sendable {
         var rooms: [String: [String: Set<String>]] = [:]
         var sockets: [String: SocketIOServerSocket] = [:]
         var nextID: UInt64 = 0
+        /// pid → a dropped socket that may come back.
+        var sessions: [String: RecoverableSession] = [:]
+        var nextOffset: UInt64 = 0
+    }
+
+    /// A socket that dropped while recovery is on, with the room events it missed since.
+    struct RecoverableSession {
+        var socketID: String
+        var namespace: String
+        var rooms: Set<String>
+        var missed: [(offset: String, event: String, arguments: [JSONValue])] = []
+        var expires: Duration
     }
 
     /// Per Engine.IO connection.
@@ -88,6 +108,8 @@ public final class SocketIOServer: Sendable {
         var silent = false
         var heartbeat: (any ScheduledTimer)?
         var pongDeadline: (any ScheduledTimer)?
+        /// The client sent an Engine.IO CLOSE: a deliberate end, so nothing is kept for recovery.
+        var closedByClient = false
     }
 
     /// What the server was started with.
@@ -164,7 +186,13 @@ public final class SocketIOServer: Sendable {
     /// Emits to every socket of `room` in `namespace`.
     public func emit(_ event: String, _ arguments: [JSONValue], toRoom room: String, in namespace: String = "/") {
         let members = state.withLock { state in
-            (state.rooms[namespace]?[room] ?? []).compactMap { state.sockets[$0] }
+            let now = configuration.clock.now()
+            for (pid, session) in state.sessions where session.namespace == namespace && session.rooms.contains(room)
+                && session.expires > now {
+                state.nextOffset += 1
+                state.sessions[pid]?.missed.append(("o\(state.nextOffset)", event, arguments))
+            }
+            return (state.rooms[namespace]?[room] ?? []).compactMap { state.sockets[$0] }
         }
         for socket in members { socket.emit(event, arguments) }
     }
@@ -242,6 +270,7 @@ public final class SocketIOServer: Sendable {
                 if known { scheduleHeartbeat(connection) }
                 return
             case .text(.close, _):
+                state.withLock { $0.clients[key]?.closedByClient = true }
                 connection.close()
                 return
             case .text(.message, let text):
@@ -261,7 +290,15 @@ public final class SocketIOServer: Sendable {
         let key = ObjectIdentifier(connection)
         let timers = state.withLock { state -> [any ScheduledTimer] in
             guard let client = state.clients.removeValue(forKey: key) else { return [] }
-            for socket in client.sockets.values { Self.remove(socket, from: &state) }
+            for socket in client.sockets.values {
+                if let pid = socket.pid, !client.closedByClient {
+                    let rooms = state.rooms[socket.namespace]?.filter { $0.value.contains(socket.id) }.map(\.key) ?? []
+                    state.sessions[pid] = RecoverableSession(
+                        socketID: socket.id, namespace: socket.namespace, rooms: Set(rooms),
+                        expires: configuration.clock.now() + configuration.maximumDisconnection)
+                }
+                Self.remove(socket, from: &state)
+            }
             return [client.heartbeat, client.pongDeadline].compactMap { $0 }
         }
         for timer in timers { timer.cancel() }
@@ -281,13 +318,26 @@ public final class SocketIOServer: Sendable {
         let namespace = packet.namespace
         switch packet.kind {
         case .connect:
-            let (handler, socket) = state.withLock { state -> (ConnectHandler?, SocketIOServerSocket?) in
-                guard let handler = state.connectHandlers[namespace], state.clients[key] != nil else { return (nil, nil) }
+            let recovery = configuration.recovery
+            let now = configuration.clock.now()
+            let (handler, socket, restored) = state.withLock {
+                state -> (ConnectHandler?, SocketIOServerSocket?, RecoverableSession?) in
+                guard let handler = state.connectHandlers[namespace], state.clients[key] != nil else {
+                    return (nil, nil, nil)
+                }
+                var restored: RecoverableSession?
+                if recovery, let pid = packet.payload?["pid"]?.stringValue, let session = state.sessions[pid],
+                   session.namespace == namespace, session.expires > now {
+                    state.sessions[pid] = nil
+                    restored = session
+                }
                 state.nextID += 1
-                let socket = SocketIOServerSocket(id: "s\(state.nextID)-" + UUID().uuidString.prefix(8),
-                                                  namespace: namespace, auth: packet.payload, connection: connection,
-                                                  server: self)
-                return (handler, socket)
+                let restoredPID = restored == nil ? nil : packet.payload?["pid"]?.stringValue
+                let socket = SocketIOServerSocket(
+                    id: restored?.socketID ?? "s\(state.nextID)-" + UUID().uuidString.prefix(8),
+                    namespace: namespace, auth: packet.payload, connection: connection, server: self,
+                    pid: recovery ? (restoredPID ?? "p\(state.nextID)-" + UUID().uuidString.prefix(8)) : nil)
+                return (handler, socket, restored)
             }
             guard let handler, let socket else {
                 send(SocketIOPacket(kind: .connectError, namespace: namespace, payload: ["message": "Invalid namespace"]),
@@ -299,9 +349,17 @@ public final class SocketIOServer: Sendable {
                 state.withLock { state in
                     state.clients[key]?.sockets[namespace] = socket
                     state.sockets[socket.id] = socket
+                    for room in restored?.rooms ?? [] { state.rooms[namespace, default: [:]][room, default: []].insert(socket.id) }
                 }
-                send(SocketIOPacket(kind: .connect, namespace: namespace, payload: ["sid": .string(socket.id)]),
-                     on: connection)
+                var ack: [String: JSONValue] = ["sid": .string(socket.id)]
+                if let pid = socket.pid { ack["pid"] = .string(pid) }
+                send(SocketIOPacket(kind: .connect, namespace: namespace, payload: .object(ack)), on: connection)
+                // Missed events go out after the ack, each still carrying its offset.
+                for missed in restored?.missed ?? [] {
+                    send(SocketIOPacket(kind: .event, namespace: namespace,
+                                        payload: .array([.string(missed.event)] + missed.arguments + [.string(missed.offset)])),
+                         on: connection)
+                }
             case .reject(let message, let data):
                 var payload: [String: JSONValue] = ["message": .string(message)]
                 if let data { payload["data"] = data }
@@ -342,6 +400,14 @@ public final class SocketIOServer: Sendable {
 
     func send(_ packet: SocketIOPacket, on connection: WebSocketServerConnection) {
         connection.send(packet.encoded())
+    }
+
+    /// The next offset appended to an event without an ack, when recovery is on.
+    func nextOffset() -> String {
+        state.withLock { state in
+            state.nextOffset += 1
+            return "o\(state.nextOffset)"
+        }
     }
 
     /// Allocates an ack id for a server→client request and remembers `reply`.
@@ -389,22 +455,27 @@ public final class SocketIOServerSocket: Sendable {
     public let namespace: String
     /// The CONNECT payload.
     public let auth: JSONValue?
+    /// The recovery session id when the server has recovery on.
+    public let pid: String?
     private let connection: WebSocketServerConnection
     private weak let server: SocketIOServer?
 
     init(id: String, namespace: String, auth: JSONValue?, connection: WebSocketServerConnection,
-         server: SocketIOServer) {
+         server: SocketIOServer, pid: String?) {
         self.id = id
         self.namespace = namespace
         self.auth = auth
         self.connection = connection
         self.server = server
+        self.pid = pid
     }
 
-    /// Sends an event; `.binary` values travel as attachments.
+    /// Sends an event; `.binary` values travel as attachments. With recovery on, an offset is appended.
     public func emit(_ event: String, _ arguments: [JSONValue]) {
-        server?.send(SocketIOPacket(kind: .event, namespace: namespace, payload: .array([.string(event)] + arguments)),
-                     on: connection)
+        guard let server else { return }
+        let offset: [JSONValue] = pid == nil ? [] : [.string(server.nextOffset())]
+        server.send(SocketIOPacket(kind: .event, namespace: namespace, payload: .array([.string(event)] + arguments + offset)),
+                    on: connection)
     }
 
     /// Sends an event that asks the client for an acknowledgement; `reply` gets its arguments.
