@@ -36,7 +36,7 @@ final class RailsCableServer: Sendable {
 
     /// Starts puma and waits until `GET /health` answers (at most `timeout`).
     static func start(timeout: Duration = .seconds(20)) async throws -> RailsCableServer {
-        guard let puma = executable("puma") else { throw LiveUnavailable("puma not found") }
+        guard let puma = executable("puma") else { throw ActionCableLiveError("puma not found") }
         let port = try freePort()
         let logPath = NSTemporaryDirectory() + "actioncable-puma-\(port).log"
         let arguments = [puma, "-b", "tcp://127.0.0.1:\(port)", "-t", "1:8", "-e", "development", fixture]
@@ -48,13 +48,13 @@ final class RailsCableServer: Sendable {
         let deadline = clock.now + timeout
         while clock.now < deadline {
             if server.hasExited {
-                throw LiveUnavailable("puma exited during start-up: \(server.log.suffix(2_000))")
+                throw ActionCableLiveError("puma exited during start-up: \(server.log.suffix(2_000))")
             }
             if let reply = try? server.request("GET", "/health"), reply.status == 200 { return server }
             try await Task.sleep(for: .milliseconds(50))
         }
         server.stop()
-        throw LiveUnavailable("puma did not answer /health within \(timeout): \(server.log.suffix(2_000))")
+        throw ActionCableLiveError("puma did not answer /health within \(timeout): \(server.log.suffix(2_000))")
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -102,7 +102,7 @@ final class RailsCableServer: Sendable {
     /// One HTTP/1.1 exchange over a fresh loopback connection (blocking, 5 s receive timeout).
     func request(_ method: String, _ path: String, body: String = "") throws -> (status: Int, body: String) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw LiveUnavailable("socket() failed: errno \(errno)") }
+        guard fd >= 0 else { throw ActionCableLiveError("socket() failed: errno \(errno)") }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -112,7 +112,7 @@ final class RailsCableServer: Sendable {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard connected == 0 else { throw LiveUnavailable("connect to 127.0.0.1:\(port) failed: errno \(errno)") }
+        guard connected == 0 else { throw ActionCableLiveError("connect to 127.0.0.1:\(port) failed: errno \(errno)") }
         let payload = Array(body.utf8)
         let head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\n"
             + "Content-Length: \(payload.count)\r\nConnection: close\r\n\r\n"
@@ -120,7 +120,7 @@ final class RailsCableServer: Sendable {
         var written = 0
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { throw LiveUnavailable("write to the control route failed: errno \(errno)") }
+            guard count > 0 else { throw ActionCableLiveError("write to the control route failed: errno \(errno)") }
             written += count
         }
         var response = [UInt8]()
@@ -133,7 +133,7 @@ final class RailsCableServer: Sendable {
         let text = String(decoding: response, as: UTF8.self)
         guard let statusLine = text.split(separator: "\r\n", maxSplits: 1).first,
               let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else {
-            throw LiveUnavailable("malformed control reply: \(text.prefix(200))")
+            throw ActionCableLiveError("malformed control reply: \(text.prefix(200))")
         }
         let bodyText = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
         return (status, bodyText)
@@ -152,7 +152,7 @@ final class RailsCableServer: Sendable {
     /// A port the kernel just handed out on 127.0.0.1 (released again for puma to bind).
     private static func freePort() throws -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw LiveUnavailable("socket() failed") }
+        guard fd >= 0 else { throw ActionCableLiveError("socket() failed") }
         defer { close(fd) }
         var address = loopback(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -161,7 +161,7 @@ final class RailsCableServer: Sendable {
                 bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
-        guard bound else { throw LiveUnavailable("could not find a free port") }
+        guard bound else { throw ActionCableLiveError("could not find a free port") }
         return UInt16(bigEndian: address.sin_port)
     }
 
@@ -189,7 +189,7 @@ final class RailsCableServer: Sendable {
         }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
-        guard result == 0 else { throw LiveUnavailable("posix_spawn \(arguments[0]) failed: \(result)") }
+        guard result == 0 else { throw ActionCableLiveError("posix_spawn \(arguments[0]) failed: \(result)") }
         return pid
     }
 }
@@ -202,7 +202,7 @@ func waitUntil(_ description: String, timeout: Duration = .seconds(10),
     while !condition() {
         guard clock.now < deadline else {
             Issue.record("timed out after \(timeout) waiting for \(description)", sourceLocation: sourceLocation)
-            throw LiveUnavailable("timed out waiting for \(description)")
+            throw ActionCableLiveError("timed out waiting for \(description)")
         }
         try await Task.sleep(for: .milliseconds(20))
     }
