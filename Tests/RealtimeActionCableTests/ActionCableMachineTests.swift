@@ -176,6 +176,16 @@ struct ActionCableMachineTests {
         #expect(driver.fire(guarantorEcho42).sentTexts == [subscribeEcho42])
     }
 
+    @Test("a message key spelled with escapes still delivers, with rawData re-serialized")
+    func escapedMessageKey() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        let events = driver.receive(#"{"identifier":\#(quoted(echo42ID)),"mess\u0061ge":{"b":1, "a":2}}"#).delivered
+        #expect(events.first?.data == ["a": 2, "b": 1])
+        #expect(events.first?.rawData == #"{"a":2,"b":1}"#)
+    }
+
     @Test("broadcasts for identifiers the session does not hold are dropped")
     func unknownBroadcast() {
         var driver = MachineDriver()

@@ -17,7 +17,7 @@ struct RawMemberScannerTests {
     }
 
     @Test("answers nil when the member is absent or the text is not an object",
-          arguments: [#"{"identifier":"x"}"#, #"[1,2]"#, #""message""#, #"{"nested":{"message":1}}"#, ""])
+          arguments: [#"{"identifier":"x"}"#, #"{"identifier":"x","mess\u0061ge":1}"#, #"[1,2]"#, #""message""#, #"{"nested":{"message":1}}"#, ""])
     func absent(text: String) {
         #expect(RawMemberScanner.value(of: "message", in: text) == nil)
     }

@@ -9,7 +9,7 @@ ready() {
 }
 
 if ready; then
-    echo "actioncable peer ready: $(ruby -e 'require "action_cable"; print "actioncable ", ActionCable.version, ", ruby ", RUBY_VERSION') , puma $(puma --version 2>/dev/null | awk '{print $3}')"
+    echo "actioncable peer ready: $(ruby -e 'require "action_cable"; require "puma/const"; print "actioncable ", ActionCable.version, ", puma ", Puma::Const::PUMA_VERSION, ", ruby ", RUBY_VERSION')"
     exit 0
 fi
 
@@ -29,4 +29,4 @@ if ! ready; then
     echo "actioncable peer: packages installed but Ruby cannot load action_cable and puma" >&2
     exit 1
 fi
-echo "actioncable peer ready: $(ruby -e 'require "action_cable"; print "actioncable ", ActionCable.version, ", ruby ", RUBY_VERSION')"
+echo "actioncable peer ready: $(ruby -e 'require "action_cable"; require "puma/const"; print "actioncable ", ActionCable.version, ", puma ", Puma::Const::PUMA_VERSION, ", ruby ", RUBY_VERSION')"
