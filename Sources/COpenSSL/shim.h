@@ -4,6 +4,7 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <openssl/bio.h>
+#include <openssl/pem.h>
 
 // Function-like macros do not import into Swift; these wrappers expose them.
 static inline long realtime_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
@@ -18,4 +19,26 @@ static inline long realtime_SSL_set_mode(SSL *ssl, long mode) {
 static inline long realtime_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);
 }
+static inline long realtime_BIO_ctrl_pending(BIO *bio) {
+    return (long)BIO_ctrl_pending(bio);
+}
+static inline long realtime_BIO_set_mem_eof_return(BIO *bio, int value) {
+    return BIO_set_mem_eof_return(bio, value);
+}
+static inline int realtime_SSL_CTX_set_options(SSL_CTX *ctx, unsigned long options) {
+    return (int)SSL_CTX_set_options(ctx, options);
+}
+static inline long realtime_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
+static inline long realtime_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return SSL_CTX_add1_chain_cert(ctx, cert);
+}
+
+#ifdef __linux__
+// The POSIX event loop (Linux only, where this module is linked) needs epoll and eventfd, which the
+// Glibc module does not export.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#endif
 #endif

@@ -1,1 +1,15 @@
+@_exported import RealtimeActionCable
 @_exported import RealtimeCore
+@_exported import RealtimePusher
+@_exported import RealtimeSocketIO
+@_exported import RealtimeWebSocket
+
+extension RealtimeSession {
+    /// A session over the package's own WebSocket client (a private one-thread event loop).
+    ///
+    /// To hold many sessions on a few threads, make one `WebSocketTransport` with a shared
+    /// `EventLoopGroup` and pass it to ``RealtimeSession/init(dialect:transport:options:)``.
+    public convenience init(dialect: some RealtimeDialect, options: SessionOptions = .init()) {
+        self.init(dialect: dialect, transport: WebSocketTransport(), options: options)
+    }
+}

@@ -60,7 +60,9 @@ public final class RealtimeSession: Sendable {
     }
 
     /// The channel `id`, joined now and re-joined after every reconnect until ``RealtimeChannel/leave()``.
+    /// The result may be ignored: the channel stays joined either way.
     /// Calling it again for the same id returns an equivalent handle (and re-joins a failed channel).
+    @discardableResult
     public func channel(_ id: ChannelID) -> RealtimeChannel {
         engine.submit(.subscribe(id))
         return RealtimeChannel(id: id, engine: engine)

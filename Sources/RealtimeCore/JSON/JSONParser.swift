@@ -1,0 +1,619 @@
+import Foundation
+
+/// Limits applied while parsing untrusted JSON.
+public struct JSONLimits: Sendable, Hashable {
+    /// Deepest allowed nesting of arrays and objects. A document at exactly this depth parses; one
+    /// level deeper fails with `.invalidJSON`. The parser keeps its own stack, so parsing cannot
+    /// overflow the thread's stack whatever the limit; but comparing, serializing and freeing a
+    /// `JSONValue` recurse, so a tree tens of thousands of levels deep is unsafe on small stacks.
+    public var maximumDepth: Int
+
+    /// - Parameter maximumDepth: deepest allowed nesting of arrays and objects (512 by default).
+    public init(maximumDepth: Int = 512) { self.maximumDepth = maximumDepth }
+
+    /// 512 levels of nesting.
+    public static let `default` = JSONLimits()
+}
+
+extension JSONValue {
+    /// Parses one RFC 8259 JSON text (any value type at the top level, surrounded only by whitespace).
+    ///
+    /// The grammar is strict: no comments, trailing commas, leading zeros, `NaN`/`Infinity`, unescaped
+    /// control characters or escapes other than the eight short ones and `\uXXXX`. A `\uXXXX` escape of a
+    /// UTF-16 surrogate must be a high surrogate immediately followed by an escaped low surrogate; a lone
+    /// surrogate is an error because it cannot be held in a `String`. Bytes that are not well-formed
+    /// UTF-8 are an error.
+    ///
+    /// Integers that fit in `Int64` become `.integer`; numbers with a fraction or exponent, integers out
+    /// of `Int64` range and `-0` become `.double` (so the sign of `-0` survives). A number too large for
+    /// a `Double` (such as `1e400`) is an error. If a name repeats inside an object, the last one wins.
+    ///
+    /// - Throws: `RealtimeError` with code `.invalidJSON`, a message saying what was expected, and
+    ///   `context.offset` set to the byte offset (in the UTF-8 encoding) of the problem. For bad UTF-8
+    ///   the offset is the first byte of the ill-formed sequence.
+    public static func parse(_ text: String, limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
+        try parse(text.utf8[...], limits: limits)
+    }
+
+    /// Parses RFC 8259 JSON from UTF-8 bytes, by the rules of the `String` overload.
+    public static func parse(_ bytes: [UInt8], limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(RealtimeError) in try parse(buffer, limits: limits) }
+        }
+        return try result.get()
+    }
+
+    /// Parses RFC 8259 JSON from UTF-8 bytes such as an HTTP response body, by the rules of the
+    /// `String` overload.
+    public static func parse(_ data: Data, limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
+        let result = data.withUnsafeBytes { buffer in
+            Result { () throws(RealtimeError) in try parse(buffer, limits: limits) }
+        }
+        return try result.get()
+    }
+
+    /// Parses RFC 8259 JSON from a slice of a string, for example a frame body after a packet prefix.
+    /// Offsets in errors are counted from the start of the slice.
+    public static func parse(_ utf8: Substring.UTF8View, limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
+        let contiguous = utf8.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(RealtimeError) in try parse(UnsafeRawBufferPointer(buffer), limits: limits) }
+        }
+        if let contiguous { return try contiguous.get() }
+        return try parse(Array(utf8), limits: limits)
+    }
+
+    /// Parses RFC 8259 JSON from raw UTF-8 bytes. The bytes are only read during the call.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes.bindMemory(to: UInt8.self), maximumDepth: limits.maximumDepth)
+        return try parser.parseDocument()
+    }
+}
+
+/// A strict RFC 8259 parser over contiguous UTF-8 bytes.
+///
+/// It is iterative: open containers live on explicit stacks, so nesting depth costs heap, not call
+/// frames. Strings are built once each, straight from the input when they hold no escapes.
+struct JSONParser {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private let maximumDepth: Int
+    private var index = 0
+
+    /// One open array or object. Objects fill their dictionary in place; arrays keep their elements
+    /// on a shared stack from `firstElement` on, so each array is allocated once, at its exact size.
+    private struct Container {
+        var isObject: Bool
+        var firstElement = 0
+        var members: [String: JSONValue] = [:]
+        /// The name whose value is being parsed.
+        var pendingName = ""
+    }
+
+    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
+        self.bytes = bytes
+        self.maximumDepth = maximumDepth
+    }
+
+    // MARK: Document and containers
+
+    mutating func parseDocument() throws(RealtimeError) -> JSONValue {
+        let value = try parseValueTree()
+        skipWhitespace()
+        if index < bytes.count {
+            throw error("expected end of input after the top-level value, found \(describe(bytes[index]))")
+        }
+        return value
+    }
+
+    private mutating func parseValueTree() throws(RealtimeError) -> JSONValue {
+        var containers: [Container] = []
+        var elements: [JSONValue] = []
+
+        while true {
+            // Parse one value; containers that open here are resumed below when they close.
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
+            var value: JSONValue
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                value = .string(try parseString())
+            case UInt8(ascii: "{"):
+                guard containers.count < maximumDepth else { throw depthError() }
+                index += 1
+                skipWhitespace()
+                if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+                    index += 1
+                    value = .object([:])
+                } else {
+                    if containers.isEmpty { containers.reserveCapacity(8) }
+                    let name = try parseMemberName(after: "'{'")
+                    containers.append(Container(isObject: true, members: Dictionary(minimumCapacity: 4), pendingName: name))
+                    continue
+                }
+            case UInt8(ascii: "["):
+                guard containers.count < maximumDepth else { throw depthError() }
+                index += 1
+                skipWhitespace()
+                if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+                    index += 1
+                    value = .array([])
+                } else {
+                    if containers.isEmpty { containers.reserveCapacity(8) }
+                    containers.append(Container(isObject: false, firstElement: elements.count))
+                    continue
+                }
+            case UInt8(ascii: "t"):
+                try expectLiteral("true")
+                value = .bool(true)
+            case UInt8(ascii: "f"):
+                try expectLiteral("false")
+                value = .bool(false)
+            case UInt8(ascii: "n"):
+                try expectLiteral("null")
+                value = .null
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                value = try parseNumber()
+            case let byte:
+                throw error("expected a value, found \(describe(byte))")
+            }
+
+            // Hand the finished value to its container, closing containers as their ends arrive.
+            while true {
+                let top = containers.count - 1
+                guard top >= 0 else { return value }
+                let isObject = containers[top].isObject
+                if isObject {
+                    let name = containers[top].pendingName
+                    containers[top].members[name] = value  // a repeated name: the last one wins
+                } else {
+                    elements.append(value)
+                }
+                skipWhitespace()
+                guard index < bytes.count else {
+                    throw error(isObject
+                        ? "unexpected end of input, expected ',' or '}' after object member"
+                        : "unexpected end of input, expected ',' or ']' after array element")
+                }
+                let byte = bytes[index]
+                if byte == UInt8(ascii: ",") {
+                    index += 1
+                    if isObject { containers[top].pendingName = try parseMemberName(after: "','") }
+                    break
+                }
+                if isObject {
+                    guard byte == UInt8(ascii: "}") else {
+                        throw error("expected ',' or '}' after object member, found \(describe(byte))")
+                    }
+                    index += 1
+                    value = .object(containers.removeLast().members)
+                } else {
+                    guard byte == UInt8(ascii: "]") else {
+                        throw error("expected ',' or ']' after array element, found \(describe(byte))")
+                    }
+                    index += 1
+                    let first = containers.removeLast().firstElement
+                    value = .array(Array(elements[first...]))
+                    elements.removeSubrange(first...)
+                }
+            }
+        }
+    }
+
+    /// Reads `"name" :` and leaves the index at the member's value.
+    private mutating func parseMemberName(after what: String) throws(RealtimeError) -> String {
+        skipWhitespace()
+        guard index < bytes.count else { throw error("unexpected end of input, expected a string member name after \(what)") }
+        guard bytes[index] == UInt8(ascii: "\"") else {
+            let closing = what == "'{'" ? " or '}'" : ""
+            throw error("expected a string member name\(closing) after \(what), found \(describe(bytes[index]))")
+        }
+        let name = try parseString()
+        skipWhitespace()
+        guard index < bytes.count else { throw error("unexpected end of input, expected ':' after object member name") }
+        guard bytes[index] == UInt8(ascii: ":") else {
+            throw error("expected ':' after object member name, found \(describe(bytes[index]))")
+        }
+        index += 1
+        return name
+    }
+
+    @inline(__always)
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(RealtimeError) {
+        let text = UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
+        for expected in text {
+            guard index < bytes.count else { throw error("unexpected end of input inside literal '\(literal)'") }
+            guard bytes[index] == expected else {
+                throw error("invalid literal, expected '\(literal)', found \(describe(bytes[index]))")
+            }
+            index += 1
+        }
+    }
+
+    // MARK: Strings
+
+    /// Reads a string starting at its opening quote; the index ends after the closing quote.
+    private mutating func parseString() throws(RealtimeError) -> String {
+        index += 1
+        let start = index
+        while index < bytes.count {
+            skipPlainText()
+            guard index < bytes.count else { break }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let string = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                index += 1
+                return string
+            }
+            if byte == UInt8(ascii: "\\") { return try parseEscapedString(from: start) }
+            if byte < 0x20 { throw controlCharacterError(byte) }
+            if byte < 0x80 {
+                index += 1
+            } else {
+                try skipUTF8Sequence()
+            }
+        }
+        throw error("unexpected end of input inside a string, expected '\"'")
+    }
+
+    /// The slow path: the string from `start` has an escape at `index`. Escapes only ever shrink, so
+    /// the text up to the closing quote bounds the decoded length and the string is decoded straight
+    /// into its own storage.
+    private mutating func parseEscapedString(from start: Int) throws(RealtimeError) -> String {
+        var end = index
+        while end < bytes.count {
+            end = nextQuoteOrBackslash(from: end)
+            guard end < bytes.count, bytes[end] != UInt8(ascii: "\"") else { break }
+            end += 2
+        }
+        var failure: RealtimeError?
+        let string = String(unsafeUninitializedCapacity: min(end, bytes.count) - start) { output in
+            do throws(RealtimeError) {
+                return try decodeEscapedString(from: start, into: output)
+            } catch {
+                failure = error
+                return 0
+            }
+        }
+        if let failure { throw failure }
+        return string
+    }
+
+    /// Copies the already-checked prefix, then decodes escapes and checks the rest up to the closing
+    /// quote. Returns the number of bytes written.
+    private mutating func decodeEscapedString(from start: Int, into output: UnsafeMutableBufferPointer<UInt8>) throws(RealtimeError) -> Int {
+        var written = index - start
+        var runStart = index
+        _ = output.initialize(fromContentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            skipPlainText()
+            guard index < bytes.count else { break }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") {
+                let run = index - runStart
+                if run > 0 {
+                    _ = output[written..<(written + run)]
+                        .initialize(fromContentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                    written += run
+                }
+                if byte == UInt8(ascii: "\"") {
+                    index += 1
+                    return written
+                }
+                written += try decodeEscape(into: output.baseAddress! + written)
+                runStart = index
+            } else if byte < 0x20 {
+                throw controlCharacterError(byte)
+            } else if byte < 0x80 {
+                index += 1
+            } else {
+                try skipUTF8Sequence()
+            }
+        }
+        throw error("unexpected end of input inside a string, expected '\"'")
+    }
+
+    // Eight bytes at a time: each helper below returns 0x80 in every byte lane that matches.
+    private static let lowBits: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// Lanes equal to `byte`. A borrow can only mark lanes above a true match, so the lowest marked
+    /// lane is always exact.
+    @inline(__always)
+    private static func lanes(of word: UInt64, equalTo byte: UInt8) -> UInt64 {
+        let difference = word ^ (lowBits &* UInt64(byte))
+        return (difference &- lowBits) & ~difference & highBits
+    }
+
+    /// Moves `index` past printable ASCII that needs no attention inside a string (anything but
+    /// `"`, `\`, control characters and non-ASCII bytes).
+    @inline(__always)
+    private mutating func skipPlainText() {
+        guard let base = UnsafeRawPointer(bytes.baseAddress) else { return }
+        while index + 8 <= bytes.count {
+            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let control = (word &- Self.lowBits &* 0x20) & ~word & Self.highBits
+            let special = Self.lanes(of: word, equalTo: UInt8(ascii: "\"")) | Self.lanes(of: word, equalTo: UInt8(ascii: "\\"))
+                | control | (word & Self.highBits)
+            if special != 0 {
+                index += special.trailingZeroBitCount >> 3
+                return
+            }
+            index += 8
+        }
+    }
+
+    /// The position of the next `"` or `\` at or after `position`, or the end of the input.
+    private func nextQuoteOrBackslash(from position: Int) -> Int {
+        var position = position
+        if let base = UnsafeRawPointer(bytes.baseAddress) {
+            while position + 8 <= bytes.count {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+                let special = Self.lanes(of: word, equalTo: UInt8(ascii: "\"")) | Self.lanes(of: word, equalTo: UInt8(ascii: "\\"))
+                if special != 0 { return position + special.trailingZeroBitCount >> 3 }
+                position += 8
+            }
+        }
+        while position < bytes.count, bytes[position] != UInt8(ascii: "\""), bytes[position] != UInt8(ascii: "\\") {
+            position += 1
+        }
+        return position
+    }
+
+    /// Decodes the escape at `index` (a backslash) to UTF-8 at `output`; returns the bytes written
+    /// (at most 4, never more than the escape's own length).
+    private mutating func decodeEscape(into output: UnsafeMutablePointer<UInt8>) throws(RealtimeError) -> Int {
+        let escapeStart = index
+        index += 1
+        guard index < bytes.count else { throw error("unexpected end of input after '\\' in a string") }
+        let letter = bytes[index]
+        index += 1
+        switch letter {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): output.pointee = letter
+        case UInt8(ascii: "b"): output.pointee = 0x08
+        case UInt8(ascii: "f"): output.pointee = 0x0C
+        case UInt8(ascii: "n"): output.pointee = 0x0A
+        case UInt8(ascii: "r"): output.pointee = 0x0D
+        case UInt8(ascii: "t"): output.pointee = 0x09
+        case UInt8(ascii: "u"):
+            var scalar = try readHexQuad()
+            if (0xDC00...0xDFFF).contains(scalar) {
+                throw error("lone low surrogate \\u\(hex4(scalar)) in a string", at: escapeStart)
+            }
+            if (0xD800...0xDBFF).contains(scalar) {
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                    throw error("lone high surrogate \\u\(hex4(scalar)), expected a low surrogate escape after it",
+                                at: escapeStart)
+                }
+                let lowStart = index
+                index += 2
+                let low = try readHexQuad()
+                guard (0xDC00...0xDFFF).contains(low) else {
+                    throw error("high surrogate \\u\(hex4(scalar)) followed by \\u\(hex4(low)), expected a low surrogate",
+                                at: lowStart)
+                }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            }
+            return encodeUTF8(scalar, into: output)
+        default:
+            throw error("invalid escape '\\\(Unicode.Scalar(letter))' in a string, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u",
+                        at: escapeStart)
+        }
+        return 1
+    }
+
+    private mutating func readHexQuad() throws(RealtimeError) -> UInt32 {
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            guard index < bytes.count else { throw error("unexpected end of input in a \\u escape, expected 4 hex digits") }
+            let byte = bytes[index]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw error("expected a hex digit in a \\u escape, found \(describe(byte))")
+            }
+            value = value << 4 | UInt32(digit)
+            index += 1
+        }
+        return value
+    }
+
+    private func encodeUTF8(_ scalar: UInt32, into output: UnsafeMutablePointer<UInt8>) -> Int {
+        switch scalar {
+        case 0..<0x80:
+            output[0] = UInt8(scalar)
+            return 1
+        case 0x80..<0x800:
+            output[0] = UInt8(0xC0 | scalar >> 6)
+            output[1] = UInt8(0x80 | scalar & 0x3F)
+            return 2
+        case 0x800..<0x10000:
+            output[0] = UInt8(0xE0 | scalar >> 12)
+            output[1] = UInt8(0x80 | scalar >> 6 & 0x3F)
+            output[2] = UInt8(0x80 | scalar & 0x3F)
+            return 3
+        default:
+            output[0] = UInt8(0xF0 | scalar >> 18)
+            output[1] = UInt8(0x80 | scalar >> 12 & 0x3F)
+            output[2] = UInt8(0x80 | scalar >> 6 & 0x3F)
+            output[3] = UInt8(0x80 | scalar & 0x3F)
+            return 4
+        }
+    }
+
+    /// Checks the multi-byte UTF-8 sequence at `index` (Unicode table 3-7: no overlongs, no surrogates,
+    /// nothing above U+10FFFF) and moves past it.
+    private mutating func skipUTF8Sequence() throws(RealtimeError) {
+        let lead = bytes[index]
+        let length: Int
+        var secondRange: ClosedRange<UInt8> = 0x80...0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; secondRange = 0xA0...0xBF
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; secondRange = 0x80...0x9F
+        case 0xF0: length = 4; secondRange = 0x90...0xBF
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; secondRange = 0x80...0x8F
+        default: throw error("invalid UTF-8: byte \(describe(lead)) cannot start a character")
+        }
+        guard index + length <= bytes.count else {
+            throw error("invalid UTF-8: truncated \(length)-byte sequence at end of input")
+        }
+        guard secondRange.contains(bytes[index + 1]) else {
+            throw error("invalid UTF-8: byte \(describe(bytes[index + 1])) cannot follow \(describe(lead))")
+        }
+        for offset in 2..<length where bytes[index + offset] & 0xC0 != 0x80 {
+            throw error("invalid UTF-8: expected a continuation byte, found \(describe(bytes[index + offset]))")
+        }
+        index += length
+    }
+
+    private func controlCharacterError(_ byte: UInt8) -> RealtimeError {
+        error("control character U+00\(hex2(byte)) must be escaped in a string")
+    }
+
+    // MARK: Numbers
+
+    private mutating func parseNumber() throws(RealtimeError) -> JSONValue {
+        let start = index
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+
+        // Integer part, accumulated as a magnitude so Int64.min fits.
+        var magnitude: UInt64 = 0
+        var overflowed = false
+        guard index < bytes.count, isDigit(bytes[index]) else {
+            throw error(index < bytes.count
+                ? "expected a digit after '-', found \(describe(bytes[index]))"
+                : "unexpected end of input, expected a digit after '-'")
+        }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+            if index < bytes.count, isDigit(bytes[index]) { throw error("leading zeros are not allowed in numbers") }
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) {
+                accumulate(bytes[index], into: &magnitude, overflowed: &overflowed)
+                index += 1
+            }
+        }
+
+        var fractionDigits = 0
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else {
+                throw error(index < bytes.count
+                    ? "expected a digit after '.', found \(describe(bytes[index]))"
+                    : "unexpected end of input, expected a digit after '.'")
+            }
+            while index < bytes.count, isDigit(bytes[index]) {
+                accumulate(bytes[index], into: &magnitude, overflowed: &overflowed)
+                fractionDigits += 1
+                index += 1
+            }
+        }
+
+        var exponent = 0
+        if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+            isInteger = false
+            index += 1
+            var exponentNegative = false
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                exponentNegative = bytes[index] == UInt8(ascii: "-")
+                index += 1
+            }
+            guard index < bytes.count, isDigit(bytes[index]) else {
+                throw error(index < bytes.count
+                    ? "expected a digit in the exponent, found \(describe(bytes[index]))"
+                    : "unexpected end of input, expected a digit in the exponent")
+            }
+            while index < bytes.count, isDigit(bytes[index]) {
+                // Clamped: anything this large is out of range or zero anyway.
+                if exponent < 100_000 { exponent = exponent * 10 + Int(bytes[index] - UInt8(ascii: "0")) }
+                index += 1
+            }
+            if exponentNegative { exponent = -exponent }
+        }
+
+        if isInteger && !overflowed {
+            if !negative, magnitude <= UInt64(Int64.max) { return .integer(Int64(magnitude)) }
+            if negative, magnitude == 0 { return .double(-0.0) }
+            if negative, magnitude <= UInt64(Int64.max) + 1 { return .integer(Int64(bitPattern: 0 &- magnitude)) }
+        }
+
+        // Exact fast path: both the digits and the power of ten are exactly representable, so one
+        // IEEE multiplication or division rounds correctly.
+        let decimalExponent = exponent - fractionDigits
+        if !overflowed, magnitude <= 1 << 53, (-22...22).contains(decimalExponent) {
+            var result = Double(magnitude)
+            if decimalExponent >= 0 {
+                result *= Self.powersOfTen[decimalExponent]
+            } else {
+                result /= Self.powersOfTen[-decimalExponent]
+            }
+            return .double(negative ? -result : result)
+        }
+
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        guard let result = Double(text), result.isFinite else {
+            throw error("number \(text.prefix(40)) is out of range for a Double", at: start)
+        }
+        return .double(result)
+    }
+
+    private static let powersOfTen: [Double] = (0...22).map { exponent in
+        var value = 1.0
+        for _ in 0..<exponent { value *= 10 }
+        return value
+    }
+
+    @inline(__always)
+    private func isDigit(_ byte: UInt8) -> Bool {
+        byte &- UInt8(ascii: "0") < 10
+    }
+
+    /// Adds one decimal digit to the mantissa, recording overflow instead of trapping.
+    @inline(__always)
+    private func accumulate(_ byte: UInt8, into magnitude: inout UInt64, overflowed: inout Bool) {
+        let digit = UInt64(byte - UInt8(ascii: "0"))
+        let (shifted, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+        let (sum, overflow2) = shifted.addingReportingOverflow(digit)
+        if overflow1 || overflow2 { overflowed = true }
+        magnitude = sum
+    }
+
+    // MARK: Errors
+
+    private func error(_ message: String, at offset: Int? = nil) -> RealtimeError {
+        RealtimeError(.invalidJSON, message, context: .init(offset: offset ?? index))
+    }
+
+    private func depthError() -> RealtimeError {
+        error("nesting deeper than the limit of \(maximumDepth) arrays and objects")
+    }
+
+    private func describe(_ byte: UInt8) -> String {
+        if byte >= 0x21 && byte < 0x7F { return "'\(Unicode.Scalar(byte))'" }
+        return "byte 0x\(hex2(byte))"
+    }
+
+    private func hex2(_ byte: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]], as: UTF8.self)
+    }
+
+    private func hex4(_ value: UInt32) -> String {
+        hex2(UInt8(value >> 8)) + hex2(UInt8(value & 0xFF))
+    }
+}

@@ -1,0 +1,569 @@
+import Foundation
+import RealtimeCore
+
+/// The RFC 6455 framing layer without I/O: feed it the bytes a read returned, write the bytes it
+/// appends to `output`, act on the events.
+///
+/// Frames are parsed in place in the caller's read buffer, which serves as the one contiguous receive
+/// buffer: the codec keeps only a cut-off frame head (at most 14 bytes) or control frame (at most 139)
+/// between calls, so nothing is ever moved but that tail. A frame that arrives whole becomes its
+/// `String` or `Data` straight from the read buffer (one copy). A message split across reads or
+/// fragments is copied once into a reassembly buffer; binary is handed out as that `Data`, text needs
+/// a second copy into its `String` (Swift cannot adopt a byte buffer as a String's storage).
+/// Text is validated as it arrives, so invalid UTF-8 fails the connection at the first bad byte, even
+/// in the middle of a frame.
+///
+/// Not thread-safe: a value owned by one connection's event loop.
+public struct WebSocketCodec: Sendable {
+    /// Clients mask what they send and expect unmasked frames; servers the reverse.
+    public let role: WebSocketRole
+    /// Bounds on incoming frames and messages.
+    public let limits: WebSocketLimits
+    private var maskKeys: MaskKeySource
+
+    /// Bytes of a frame head (and, for control frames, payload) cut off by the end of a read.
+    private var pending: [UInt8] = []
+    /// The data frame whose payload is being copied into the message, when it spans reads.
+    private var frame: FrameProgress?
+    /// Opcode of the message being reassembled (text or binary), if any.
+    private var messageOpcode: UInt8?
+    /// Text being reassembled. Binary goes to `messageData` instead, which is handed out without a copy.
+    private var messageBytes: [UInt8] = []
+    private var messageData = Data()
+    private var messageFragments = 0
+    private var utf8 = UTF8StreamValidator()
+
+    private var hasReceivedClose = false
+    private var hasFailed = false
+    /// `true` once this side has written a close frame (its own, a reply, or after a protocol error).
+    public private(set) var hasSentClose = false
+
+    /// `true` when the close handshake finished in both directions or the peer broke the protocol.
+    public var isClosed: Bool { hasFailed || (hasReceivedClose && hasSentClose) }
+
+    /// Messages larger than this are not kept as the reassembly buffer's capacity after delivery.
+    private static let retainedMessageCapacity = 64 << 10
+
+    /// A codec for a connection whose opening handshake has completed.
+    public init(role: WebSocketRole, limits: WebSocketLimits = .init()) {
+        self.init(role: role, limits: limits, maskKeys: MaskKeySource())
+    }
+
+    /// For tests that need exact wire bytes from a fixed masking key.
+    init(role: WebSocketRole, limits: WebSocketLimits = .init(), maskKeys: MaskKeySource) {
+        self.role = role
+        self.limits = limits
+        self.maskKeys = maskKeys
+    }
+
+    // MARK: - Receiving
+
+    /// Decodes everything in `bytes`, appending events in wire order and any bytes the protocol
+    /// requires us to send (pongs, the close reply, the close frame after a protocol error) to `output`.
+    /// After a `.closed` or `.failed` event further input is ignored.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer, events: inout [WebSocketEvent],
+                                 output: inout [UInt8]) {
+        _ = receive(bytes, maximumMessages: .max, events: &events, output: &output)
+    }
+
+    /// Like `receive(_:events:output:)`, but stops right after the `maximumMessages`-th message and
+    /// returns how many bytes of `bytes` it used; pass the rest in the next call.
+    ///
+    /// For callers that must answer a message before later frames are decoded, such as an echo peer
+    /// that has to send its echo before the close frame a later protocol error would write.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer, maximumMessages: Int,
+                                 events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
+        guard let base = bytes.baseAddress, !isInputFinished else { return bytes.count }
+        let count = bytes.count
+        var offset = 0
+        var messagesLeft = maximumMessages
+        if !pending.isEmpty {
+            var deliveredMessage = false
+            offset = completePending(from: bytes, deliveredMessage: &deliveredMessage, events: &events, output: &output)
+            guard pending.isEmpty else { return count }
+            if deliveredMessage { messagesLeft -= 1 }
+        }
+        while offset < count, !isInputFinished, messagesLeft > 0 {
+            if var progress = frame {
+                let taken = min(progress.remaining, count - offset)
+                let chunk = UnsafeRawBufferPointer(start: base + offset, count: taken)
+                offset += taken
+                guard appendPayload(chunk, of: &progress, events: &events, output: &output) else { return count }
+                if progress.remaining == 0 {
+                    frame = nil
+                    if progress.isFinal {
+                        deliverMessage(events: &events, output: &output)
+                        messagesLeft -= 1
+                    }
+                } else {
+                    frame = progress
+                }
+                continue
+            }
+
+            let available = count - offset
+            let head: FrameHead
+            switch Self.scanHead(base + offset, available: available) {
+            case .incomplete:
+                pending.append(contentsOf: UnsafeRawBufferPointer(start: base + offset, count: available))
+                return count
+            case .lengthOverflow:
+                fail(.protocolViolation, closeCode: 1002, "64-bit payload length with the top bit set",
+                     events: &events, output: &output)
+                return count
+            case .complete(let scanned):
+                head = scanned
+            }
+            guard accept(head, events: &events, output: &output) else { return count }
+
+            if head.isControl {
+                let total = head.headLength + head.payloadLength
+                guard available >= total else {
+                    pending.append(contentsOf: UnsafeRawBufferPointer(start: base + offset, count: available))
+                    return count
+                }
+                let payload = UnsafeRawBufferPointer(start: base + offset + head.headLength, count: head.payloadLength)
+                offset += total
+                handleControl(head, payload: payload, events: &events, output: &output)
+                continue
+            }
+
+            offset += head.headLength
+            if head.isFinal, messageOpcode == nil, !head.isMasked, count - offset >= head.payloadLength {
+                // The common case: a whole unfragmented frame in this read becomes a message straight
+                // from the caller's buffer.
+                let payload = UnsafeRawBufferPointer(start: base + offset, count: head.payloadLength)
+                offset += head.payloadLength
+                if head.opcode == Opcode.text {
+                    guard let text = Self.makeString(payload) else {
+                        var validator = UTF8StreamValidator()
+                        let message = validator.validate(payload)
+                            ? "text message ends inside a UTF-8 sequence" : "text message is not valid UTF-8"
+                        fail(.invalidUTF8, closeCode: 1007, message, events: &events, output: &output)
+                        return count
+                    }
+                    events.append(.message(.text(text)))
+                } else {
+                    events.append(.message(.binary(Data(payload))))
+                }
+                messagesLeft -= 1
+                continue
+            }
+            if beginDataFrame(head, events: &events, output: &output) { messagesLeft -= 1 }
+        }
+        return isInputFinished ? count : offset
+    }
+
+    private var isInputFinished: Bool { hasFailed || hasReceivedClose }
+
+    /// Moves bytes from `bytes` into `pending` until the frame head (and a control frame's payload) is
+    /// complete, then handles it. Returns how many bytes of `bytes` it used.
+    private mutating func completePending(from bytes: UnsafeRawBufferPointer, deliveredMessage: inout Bool,
+                                          events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
+        var used = 0
+        while true {
+            let scan = pending.withUnsafeBytes { Self.scanHead($0.baseAddress!, available: $0.count) }
+            var needed: Int
+            switch scan {
+            case .incomplete(let headLength):
+                needed = headLength
+            case .lengthOverflow:
+                fail(.protocolViolation, closeCode: 1002, "64-bit payload length with the top bit set",
+                     events: &events, output: &output)
+                return bytes.count
+            case .complete(let head):
+                guard accept(head, events: &events, output: &output) else { return bytes.count }
+                needed = head.isControl ? head.headLength + head.payloadLength : head.headLength
+                if pending.count >= needed {
+                    if head.isControl {
+                        let payloadBytes = Array(pending[head.headLength...])
+                        pending.removeAll(keepingCapacity: true)
+                        payloadBytes.withUnsafeBytes {
+                            handleControl(head, payload: $0, events: &events, output: &output)
+                        }
+                    } else {
+                        pending.removeAll(keepingCapacity: true)
+                        deliveredMessage = beginDataFrame(head, events: &events, output: &output)
+                    }
+                    return used
+                }
+            }
+            let taken = min(needed - pending.count, bytes.count - used)
+            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used..<used + taken]))
+            used += taken
+            if pending.count < needed { return used }
+        }
+    }
+
+    /// Checks a frame head against the protocol and the limits before its payload is awaited, so a
+    /// bad or oversized frame fails at once. Returns `false` after failing the connection.
+    private mutating func accept(_ head: FrameHead, events: inout [WebSocketEvent], output: inout [UInt8]) -> Bool {
+        let problem: (RealtimeError.Code, Int, String)?
+        if head.reservedBits != 0 {
+            problem = (.protocolViolation, 1002, "reserved bits set without a negotiated extension")
+        } else if head.isMasked != (role == .server) {
+            problem = role == .client
+                ? (.protocolViolation, 1002, "the server sent a masked frame")
+                : (.protocolViolation, 1002, "the client sent an unmasked frame")
+        } else {
+            switch head.opcode {
+            case Opcode.continuation where messageOpcode == nil:
+                problem = (.protocolViolation, 1002, "continuation frame without a message to continue")
+            case Opcode.text where messageOpcode != nil, Opcode.binary where messageOpcode != nil:
+                problem = (.protocolViolation, 1002, "new message started before the previous one ended")
+            case Opcode.continuation, Opcode.text, Opcode.binary:
+                let soFar = messageOpcode == nil ? 0 : messageBytes.count + messageData.count
+                if head.payloadLength > limits.maximumFrameSize {
+                    problem = (.limitExceeded, 1009,
+                               "frame of \(head.payloadLength) bytes exceeds the \(limits.maximumFrameSize)-byte limit")
+                } else if head.payloadLength > limits.maximumMessageSize - soFar {
+                    problem = (.limitExceeded, 1009,
+                               "message exceeds the \(limits.maximumMessageSize)-byte limit")
+                } else if (messageOpcode == nil ? 0 : messageFragments) >= limits.maximumFragmentCount {
+                    problem = (.limitExceeded, 1009,
+                               "message has more than \(limits.maximumFragmentCount) fragments")
+                } else {
+                    problem = nil
+                }
+            case Opcode.close, Opcode.ping, Opcode.pong:
+                if !head.isFinal {
+                    problem = (.protocolViolation, 1002, "fragmented control frame")
+                } else if head.payloadLength > 125 {
+                    problem = (.protocolViolation, 1002, "control frame payload longer than 125 bytes")
+                } else {
+                    problem = nil
+                }
+            default:
+                problem = (.protocolViolation, 1002, "reserved opcode \(head.opcode)")
+            }
+        }
+        guard let (code, closeCode, message) = problem else { return true }
+        fail(code, closeCode: closeCode, message, events: &events, output: &output)
+        return false
+    }
+
+    /// Starts receiving a data frame's payload. Returns `true` when the frame was an empty final one
+    /// that completed (and delivered) its message.
+    @discardableResult
+    private mutating func beginDataFrame(_ head: FrameHead, events: inout [WebSocketEvent],
+                                         output: inout [UInt8]) -> Bool {
+        if head.opcode != Opcode.continuation {
+            messageOpcode = head.opcode
+            messageFragments = 0
+            utf8.reset()
+            // The length is known, so reserve it once; capped, so a 10-byte head announcing a huge frame
+            // that never comes cannot make us allocate the whole limit up front.
+            if head.isFinal {
+                let reservation = min(head.payloadLength, Self.retainedMessageCapacity * 16)
+                if head.opcode == Opcode.text {
+                    messageBytes.reserveCapacity(reservation)
+                } else {
+                    messageData.reserveCapacity(reservation)
+                }
+            }
+        }
+        messageFragments += 1
+        guard head.payloadLength > 0 else {
+            guard head.isFinal else { return false }
+            deliverMessage(events: &events, output: &output)
+            return true
+        }
+        frame = FrameProgress(remaining: head.payloadLength, consumed: 0, isFinal: head.isFinal,
+                              maskKey: head.isMasked ? head.maskKey : nil)
+        return false
+    }
+
+    /// Copies (and unmasks, and for text validates) one piece of a data frame's payload into the message.
+    private mutating func appendPayload(_ chunk: UnsafeRawBufferPointer, of progress: inout FrameProgress,
+                                        events: inout [WebSocketEvent], output: inout [UInt8]) -> Bool {
+        var valid = true
+        if messageOpcode == Opcode.text {
+            let start = messageBytes.count
+            messageBytes.append(contentsOf: chunk)
+            valid = messageBytes.withUnsafeMutableBytes { all -> Bool in
+                let piece = UnsafeMutableRawBufferPointer(rebasing: all[start...])
+                if let key = progress.maskKey { applyMask(piece, key: key, offset: progress.consumed) }
+                return utf8.validate(UnsafeRawBufferPointer(piece))
+            }
+        } else {
+            let start = messageData.count
+            messageData.append(chunk.assumingMemoryBound(to: UInt8.self))
+            if let key = progress.maskKey {
+                messageData.withUnsafeMutableBytes { all in
+                    applyMask(UnsafeMutableRawBufferPointer(rebasing: all[start...]), key: key, offset: progress.consumed)
+                }
+            }
+        }
+        progress.consumed += chunk.count
+        progress.remaining -= chunk.count
+        guard valid else {
+            fail(.invalidUTF8, closeCode: 1007, "text message is not valid UTF-8", events: &events, output: &output)
+            return false
+        }
+        return true
+    }
+
+    private mutating func deliverMessage(events: inout [WebSocketEvent], output: inout [UInt8]) {
+        if messageOpcode == Opcode.text {
+            guard utf8.isComplete else {
+                fail(.invalidUTF8, closeCode: 1007, "text message ends inside a UTF-8 sequence",
+                     events: &events, output: &output)
+                return
+            }
+            events.append(.message(.text(String(decoding: messageBytes, as: UTF8.self))))
+        } else {
+            events.append(.message(.binary(messageData)))
+            messageData = Data()
+        }
+        messageOpcode = nil
+        messageFragments = 0
+        if messageBytes.capacity > Self.retainedMessageCapacity {
+            messageBytes = []
+        } else {
+            messageBytes.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private mutating func handleControl(_ head: FrameHead, payload raw: UnsafeRawBufferPointer,
+                                        events: inout [WebSocketEvent], output: inout [UInt8]) {
+        var payload = [UInt8](raw)
+        if head.isMasked {
+            payload.withUnsafeMutableBytes { applyMask($0, key: head.maskKey, offset: 0) }
+        }
+        switch head.opcode {
+        case Opcode.ping:
+            writeFrame(opcode: Opcode.pong, payload: payload, into: &output)
+            events.append(.ping(payload))
+        case Opcode.pong:
+            events.append(.pong(payload))
+        default:
+            handleClose(payload, events: &events, output: &output)
+        }
+    }
+
+    private mutating func handleClose(_ payload: [UInt8], events: inout [WebSocketEvent], output: inout [UInt8]) {
+        var code: Int?
+        var reason = ""
+        if payload.count == 1 {
+            fail(.protocolViolation, closeCode: 1002, "close frame with a 1-byte payload", events: &events, output: &output)
+            return
+        }
+        if payload.count >= 2 {
+            let received = Int(payload[0]) << 8 | Int(payload[1])
+            guard Self.isValidReceivedCloseCode(received) else {
+                fail(.protocolViolation, closeCode: 1002, "invalid close code \(received)", events: &events, output: &output)
+                return
+            }
+            let reasonBytes = payload[2...]
+            guard let text = reasonBytes.withUnsafeBytes({ Self.makeString($0) }) else {
+                fail(.invalidUTF8, closeCode: 1007, "close reason is not valid UTF-8", events: &events, output: &output)
+                return
+            }
+            code = received
+            reason = text
+        }
+        hasReceivedClose = true
+        if !hasSentClose {
+            // Echo the peer's code, as RFC 6455 §5.5.1 suggests; an empty close gets an empty reply.
+            var body: [UInt8] = []
+            if let code { body = [UInt8(truncatingIfNeeded: code >> 8), UInt8(truncatingIfNeeded: code)] }
+            writeFrame(opcode: Opcode.close, payload: body, into: &output)
+            hasSentClose = true
+        }
+        events.append(.closed(code: code, reason: reason))
+        releaseBuffers()
+    }
+
+    /// Close codes a peer may send: the defined ones and the registered/private ranges. Reserved,
+    /// "never on the wire" (1005, 1006, 1015) and unassigned codes fail the connection with 1002.
+    static func isValidReceivedCloseCode(_ code: Int) -> Bool {
+        switch code {
+        // 1012–1014 are registered (service restart, try again later, bad gateway): servers send them
+        // during deploys, so they are closes, not protocol errors.
+        case 1000...1003, 1007...1014, 3000...4999: true
+        default: false
+        }
+    }
+
+    private mutating func fail(_ code: RealtimeError.Code, closeCode: Int, _ message: String,
+                               events: inout [WebSocketEvent], output: inout [UInt8]) {
+        if !hasSentClose {
+            writeClose(code: closeCode, reason: message, into: &output)
+            hasSentClose = true
+        }
+        hasFailed = true
+        releaseBuffers()
+        events.append(.failed(RealtimeError(code, message, context: .init(closeCode: closeCode)), closeCode: closeCode))
+    }
+
+    private mutating func releaseBuffers() {
+        pending = []
+        messageBytes = []
+        messageData = Data()
+        frame = nil
+        messageOpcode = nil
+    }
+
+    /// A validated `String` made straight from `bytes`, or `nil` when they are not UTF-8.
+    @inline(__always)
+    static func makeString(_ bytes: UnsafeRawBufferPointer) -> String? {
+        let units = bytes.assumingMemoryBound(to: UInt8.self)
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
+            return String(validating: units, as: UTF8.self)
+        }
+        guard UTF8StreamValidator.isValid(bytes) else { return nil }
+        return String(decoding: units, as: UTF8.self)
+    }
+
+    // MARK: - Sending
+
+    /// Appends `frame` as one unfragmented message (masked when this is a client). Does nothing once a
+    /// close frame has been sent: RFC 6455 forbids data after it.
+    public mutating func encode(_ frame: TransportFrame, into output: inout [UInt8]) {
+        guard !hasSentClose else { return }
+        switch frame {
+        case .text(var text):
+            text.withUTF8 { writeFrame(opcode: Opcode.text, payload: UnsafeRawBufferPointer($0), into: &output) }
+        case .binary(let data):
+            data.withUnsafeBytes { writeFrame(opcode: Opcode.binary, payload: $0, into: &output) }
+        }
+    }
+
+    /// Appends a ping. Payloads over 125 bytes are cut to 125 (control frames cannot carry more).
+    public mutating func encodePing(_ payload: [UInt8], into output: inout [UInt8]) {
+        guard !isClosed else { return }
+        writeFrame(opcode: Opcode.ping, payload: Array(payload.prefix(125)), into: &output)
+    }
+
+    /// Appends an unsolicited pong (replies to pings are written by `receive`). Cut to 125 bytes.
+    public mutating func encodePong(_ payload: [UInt8], into output: inout [UInt8]) {
+        guard !isClosed else { return }
+        writeFrame(opcode: Opcode.pong, payload: Array(payload.prefix(125)), into: &output)
+    }
+
+    /// Starts the close handshake: appends a close frame and remembers that it was sent; the peer's
+    /// reply then arrives as `.closed`. Only the first call writes anything.
+    ///
+    /// Codes that may not appear on the wire are replaced: 1005 ("no status") sends an empty close,
+    /// any other invalid code sends 1000. The reason is cut to 123 bytes at a character boundary.
+    public mutating func encodeClose(code: Int, reason: String, into output: inout [UInt8]) {
+        guard !hasSentClose else { return }
+        hasSentClose = true
+        if code == 1005 {
+            writeFrame(opcode: Opcode.close, payload: [], into: &output)
+        } else {
+            writeClose(code: Self.isValidReceivedCloseCode(code) ? code : 1000, reason: reason, into: &output)
+        }
+    }
+
+    private mutating func writeClose(code: Int, reason: String, into output: inout [UInt8]) {
+        var body: [UInt8] = [UInt8(truncatingIfNeeded: code >> 8), UInt8(truncatingIfNeeded: code)]
+        var budget = 123
+        for scalar in reason.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            guard encoded.count <= budget else { break }
+            body.append(contentsOf: encoded)
+            budget -= encoded.count
+        }
+        writeFrame(opcode: Opcode.close, payload: body, into: &output)
+    }
+
+    private mutating func writeFrame(opcode: UInt8, payload: [UInt8], into output: inout [UInt8]) {
+        payload.withUnsafeBytes { writeFrame(opcode: opcode, payload: $0, into: &output) }
+    }
+
+    /// Appends one final frame: head, masking key (client) and payload, masked in place.
+    private mutating func writeFrame(opcode: UInt8, payload: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+        let length = payload.count
+        let masked = role == .client
+        output.reserveCapacity(output.count + length + 14)
+        output.append(0x80 | opcode)
+        let maskBit: UInt8 = masked ? 0x80 : 0
+        if length < 126 {
+            output.append(maskBit | UInt8(length))
+        } else if length <= 0xFFFF {
+            output.append(maskBit | 126)
+            output.append(UInt8(truncatingIfNeeded: length >> 8))
+            output.append(UInt8(truncatingIfNeeded: length))
+        } else {
+            output.append(maskBit | 127)
+            for shift in stride(from: 56, through: 0, by: -8) {
+                output.append(UInt8(truncatingIfNeeded: UInt64(length) >> UInt64(shift)))
+            }
+        }
+        guard masked else {
+            output.append(contentsOf: payload)
+            return
+        }
+        var key = maskKeys.next()
+        withUnsafeBytes(of: &key) { output.append(contentsOf: $0) }
+        let start = output.count
+        output.append(contentsOf: payload)
+        output.withUnsafeMutableBytes { applyMask(UnsafeMutableRawBufferPointer(rebasing: $0[start...]), key: key, offset: 0) }
+    }
+}
+
+// MARK: - Frame heads
+
+enum Opcode {
+    static let continuation: UInt8 = 0x0
+    static let text: UInt8 = 0x1
+    static let binary: UInt8 = 0x2
+    static let close: UInt8 = 0x8
+    static let ping: UInt8 = 0x9
+    static let pong: UInt8 = 0xA
+}
+
+/// The fixed part of a frame: flags, opcode, length and masking key.
+struct FrameHead {
+    var isFinal: Bool
+    var reservedBits: UInt8
+    var opcode: UInt8
+    var isMasked: Bool
+    var maskKey: UInt32
+    var payloadLength: Int
+    var headLength: Int
+    var isControl: Bool { opcode & 0x8 != 0 }
+}
+
+/// A data frame whose payload spans reads.
+struct FrameProgress {
+    var remaining: Int
+    var consumed: Int
+    var isFinal: Bool
+    var maskKey: UInt32?
+}
+
+enum HeadScan {
+    /// The head is `headLength` bytes long (as far as known) and not all of it is here.
+    case incomplete(headLength: Int)
+    case complete(FrameHead)
+    /// A 64-bit length with its most significant bit set (RFC 6455 §5.2 forbids it).
+    case lengthOverflow
+}
+
+extension WebSocketCodec {
+    @inline(__always)
+    static func scanHead(_ start: UnsafeRawPointer, available: Int) -> HeadScan {
+        guard available >= 2 else { return .incomplete(headLength: 2) }
+        let first = start.load(as: UInt8.self)
+        let second = start.load(fromByteOffset: 1, as: UInt8.self)
+        let isMasked = second & 0x80 != 0
+        let shortLength = Int(second & 0x7F)
+        let lengthBytes = shortLength == 127 ? 8 : (shortLength == 126 ? 2 : 0)
+        let headLength = 2 + lengthBytes + (isMasked ? 4 : 0)
+        guard available >= headLength else { return .incomplete(headLength: headLength) }
+        var payloadLength = shortLength
+        if lengthBytes == 2 {
+            payloadLength = Int(UInt16(bigEndian: start.loadUnaligned(fromByteOffset: 2, as: UInt16.self)))
+        } else if lengthBytes == 8 {
+            let wide = UInt64(bigEndian: start.loadUnaligned(fromByteOffset: 2, as: UInt64.self))
+            guard wide >> 63 == 0, wide <= UInt64(Int.max) else { return .lengthOverflow }
+            payloadLength = Int(wide)
+        }
+        let maskKey = isMasked ? start.loadUnaligned(fromByteOffset: headLength - 4, as: UInt32.self) : 0
+        return .complete(FrameHead(isFinal: first & 0x80 != 0, reservedBits: first & 0x70, opcode: first & 0x0F,
+                                   isMasked: isMasked, maskKey: maskKey, payloadLength: payloadLength,
+                                   headLength: headLength))
+    }
+}

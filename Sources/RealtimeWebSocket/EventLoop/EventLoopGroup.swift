@@ -1,0 +1,57 @@
+import Dispatch
+import RealtimeCore
+
+/// A fixed set of event-loop threads shared by any number of connections and servers.
+///
+/// The thread count never grows with the number of connections: each connection is pinned to one loop
+/// (round-robin) for its whole life. Name resolution runs on one extra serial queue so that a slow DNS
+/// server never stalls a loop.
+///
+/// A group is stopped by ``shutdown()`` or when the last reference to it goes away; connections still
+/// open then are closed with a `.transportFailed` error.
+public final class EventLoopGroup: Sendable {
+    /// Stack size of each loop thread; loops keep no deep recursion.
+    static let threadStackSize = 512 * 1024
+
+    let loops: [EventLoop]
+    private let cursor = Locked(0)
+    private let isShutDown = Locked(false)
+    /// getaddrinfo blocks, so it runs here (one thread at most), never on a loop.
+    let resolverQueue = DispatchQueue(label: "realtime.websocket.resolver")
+
+    /// The number of loop threads.
+    public var threadCount: Int { loops.count }
+
+    /// Starts `threadCount` loop threads (1...64).
+    public init(threadCount: Int = 1) throws(RealtimeError) {
+        guard (1...64).contains(threadCount) else {
+            throw RealtimeError(.invalidArgument, "an event-loop group needs 1 to 64 threads, not \(threadCount)")
+        }
+        var loops: [EventLoop] = []
+        for index in 0..<threadCount { loops.append(try EventLoop(index: index)) }
+        self.loops = loops
+        for loop in loops { loop.start(stackSize: Self.threadStackSize) }
+    }
+
+    deinit { shutdown() }
+
+    /// The loop for the next connection, round-robin.
+    func next() -> EventLoop {
+        let index = cursor.withLock { value -> Int in
+            defer { value = (value + 1) % loops.count }
+            return value
+        }
+        return loops[index]
+    }
+
+    /// Closes every connection and listener of the group and ends its threads. Does not wait; safe to call
+    /// from a loop thread and more than once.
+    public func shutdown() {
+        let first = isShutDown.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        for loop in loops { loop.stop() }
+    }
+}

@@ -1,0 +1,373 @@
+#if canImport(COpenSSL)
+import COpenSSL
+import RealtimeCore
+
+/// An OpenSSL `SSL_CTX`, configured once and shared by many connections. OpenSSL allows concurrent
+/// `SSL_new` on a configured context; the lock only keeps the pointer's use honest for Swift.
+final class TLSContext: Sendable {
+    enum Role: Sendable { case client, server }
+
+    let role: Role
+    private let context: Locked<OpaquePointer>
+
+    /// A client context: peer verification on, roots from `configuration`, ALPN, TLS ≥ 1.2.
+    init(client configuration: TLSConfiguration) throws(RealtimeError) {
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSErrors.openSSL("SSL_CTX_new") }
+        do throws(RealtimeError) {
+            try Self.configureCommon(context, minimumVersion: configuration.minimumVersion)
+            SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+            if configuration.trustsSystemRoots, SSL_CTX_set_default_verify_paths(context) != 1 {
+                throw TLSErrors.openSSL("loading the system trust store")
+            }
+            for source in configuration.additionalTrustRoots {
+                try Self.addTrustRoots(source, to: context)
+            }
+            if !configuration.applicationProtocols.isEmpty {
+                var wire: [UInt8] = []
+                for name in configuration.applicationProtocols {
+                    let bytes = Array(name.utf8)
+                    guard (1...255).contains(bytes.count) else {
+                        throw RealtimeError(.invalidArgument, "ALPN protocol names must be 1 to 255 bytes")
+                    }
+                    wire.append(UInt8(bytes.count))
+                    wire += bytes
+                }
+                // Returns 0 on success, unlike most OpenSSL calls.
+                guard SSL_CTX_set_alpn_protos(context, wire, UInt32(wire.count)) == 0 else {
+                    throw TLSErrors.openSSL("SSL_CTX_set_alpn_protos")
+                }
+            }
+        } catch {
+            SSL_CTX_free(context)
+            throw error
+        }
+        role = .client
+        self.context = Locked(context)
+    }
+
+    /// A server context presenting `configuration`'s certificate chain and key.
+    init(server configuration: TLSServerConfiguration) throws(RealtimeError) {
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSErrors.openSSL("SSL_CTX_new") }
+        do throws(RealtimeError) {
+            try Self.configureCommon(context, minimumVersion: configuration.minimumVersion)
+            switch configuration.certificateChain {
+            case .file(let path):
+                guard SSL_CTX_use_certificate_chain_file(context, path) == 1 else {
+                    throw TLSErrors.openSSL("loading the certificate chain \(path)")
+                }
+            case .pem(let text):
+                let certificates = try Self.readCertificates(pem: text)
+                defer { certificates.forEach { X509_free($0) } }
+                guard let leaf = certificates.first, SSL_CTX_use_certificate(context, leaf) == 1 else {
+                    throw TLSErrors.openSSL("loading the certificate")
+                }
+                for extra in certificates.dropFirst() {
+                    guard realtime_SSL_CTX_add1_chain_cert(context, extra) == 1 else { throw TLSErrors.openSSL("adding a chain certificate") }
+                }
+            }
+            switch configuration.privateKey {
+            case .file(let path):
+                guard SSL_CTX_use_PrivateKey_file(context, path, SSL_FILETYPE_PEM) == 1 else {
+                    throw TLSErrors.openSSL("loading the private key \(path)")
+                }
+            case .pem(let text):
+                let bio = try Self.memoryBIO(text)
+                defer { BIO_free(bio) }
+                guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw TLSErrors.openSSL("parsing the private key") }
+                defer { EVP_PKEY_free(key) }
+                guard SSL_CTX_use_PrivateKey(context, key) == 1 else { throw TLSErrors.openSSL("using the private key") }
+            }
+            guard SSL_CTX_check_private_key(context) == 1 else { throw TLSErrors.openSSL("the key does not match the certificate") }
+        } catch {
+            SSL_CTX_free(context)
+            throw error
+        }
+        role = .server
+        self.context = Locked(context)
+    }
+
+    deinit {
+        context.withLock { SSL_CTX_free($0) }
+    }
+
+    /// A new `SSL` for one connection.
+    func makeSSL() -> OpaquePointer? {
+        context.withLock { SSL_new($0) }
+    }
+
+    private static func configureCommon(_ context: OpaquePointer, minimumVersion: TLSMinimumVersion) throws(RealtimeError) {
+        let version = minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
+        guard realtime_SSL_CTX_set_min_proto_version(context, version) == 1 else {
+            throw TLSErrors.openSSL("SSL_CTX_set_min_proto_version")
+        }
+        // Idle connections give their read and write buffers back.
+        _ = realtime_SSL_CTX_set_mode(context, Int(SSL_MODE_RELEASE_BUFFERS))
+    }
+
+    private static func addTrustRoots(_ source: TLSPEMSource, to context: OpaquePointer) throws(RealtimeError) {
+        switch source {
+        case .file(let path):
+            guard SSL_CTX_load_verify_locations(context, path, nil) == 1 else {
+                throw TLSErrors.openSSL("loading trusted certificates from \(path)")
+            }
+        case .pem(let text):
+            let certificates = try readCertificates(pem: text)
+            defer { certificates.forEach { X509_free($0) } }
+            guard let store = SSL_CTX_get_cert_store(context) else { throw TLSErrors.openSSL("SSL_CTX_get_cert_store") }
+            for certificate in certificates where X509_STORE_add_cert(store, certificate) != 1 {
+                throw TLSErrors.openSSL("adding a trusted certificate")
+            }
+        }
+    }
+
+    private static func memoryBIO(_ text: String) throws(RealtimeError) -> OpaquePointer {
+        let bytes = Array(text.utf8)
+        guard let bio = BIO_new(BIO_s_mem()) else { throw TLSErrors.openSSL("BIO_new") }
+        guard BIO_write(bio, bytes, Int32(bytes.count)) == Int32(bytes.count) else {
+            BIO_free(bio)
+            throw TLSErrors.openSSL("BIO_write")
+        }
+        return bio
+    }
+
+    private static func readCertificates(pem text: String) throws(RealtimeError) -> [OpaquePointer] {
+        let bio = try memoryBIO(text)
+        defer { BIO_free(bio) }
+        var certificates: [OpaquePointer] = []
+        while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) { certificates.append(certificate) }
+        ERR_clear_error()  // the loop ends on an expected "no start line"
+        guard !certificates.isEmpty else {
+            throw RealtimeError(.invalidArgument, "the PEM text holds no certificate")
+        }
+        return certificates
+    }
+}
+
+/// Typed `.tlsFailed` errors with the OpenSSL reason.
+enum TLSErrors {
+    /// Pops OpenSSL's error queue into a `.tlsFailed` error.
+    static func openSSL(_ step: String) -> RealtimeError {
+        let reason = queuedReason()
+        return RealtimeError(.tlsFailed, "TLS setup failed: \(step)", context: .init(detail: reason ?? step))
+    }
+
+    static func queuedReason() -> String? {
+        var reasons: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var text = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &text, text.count)
+            reasons.append(SocketIO.string(fromCString: text))
+        }
+        return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
+    }
+
+    /// A handshake failure, explained from the certificate verification result when there is one.
+    static func handshakeFailed(ssl: OpaquePointer, host: String?) -> RealtimeError {
+        let verify = SSL_get_verify_result(ssl)
+        let reason = queuedReason()
+        guard verify != X509_V_OK else {
+            return RealtimeError(.tlsFailed, "TLS handshake failed",
+                                 context: .init(detail: reason ?? "the peer closed or sent an alert"))
+        }
+        let text = SocketIO.string(fromCString: X509_verify_cert_error_string(verify))
+        let name = host.map { " \($0)" } ?? ""
+        let message: String
+        switch Int32(verify) {
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+             X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
+             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            message = "the server certificate was issued by an unknown certificate authority"
+        case X509_V_ERR_HOSTNAME_MISMATCH:
+            message = "the server certificate does not match the host name\(name)"
+        case X509_V_ERR_IP_ADDRESS_MISMATCH:
+            message = "the server certificate does not match the IP address\(name)"
+        case X509_V_ERR_CERT_HAS_EXPIRED:
+            message = "the server certificate has expired"
+        case X509_V_ERR_CERT_NOT_YET_VALID:
+            message = "the server certificate is not yet valid"
+        case X509_V_ERR_CERT_REVOKED:
+            message = "the server certificate was revoked"
+        default:
+            message = "the server certificate could not be verified"
+        }
+        return RealtimeError(.tlsFailed, "TLS handshake failed: \(message)",
+                             context: .init(detail: "X509 verify result \(verify): \(text)"))
+    }
+}
+
+/// A TLS connection driven through memory BIOs: ciphertext in, plaintext out and the reverse, with no
+/// socket (so no SIGPIPE from OpenSSL and tests need no network). Confined to one thread at a time.
+final class TLSEngine {
+    /// Why a plaintext read stopped.
+    enum ReadStop {
+        /// All buffered ciphertext is consumed.
+        case needMoreCiphertext
+        /// The output buffer is full; call again.
+        case bufferFull
+        /// The peer sent close_notify.
+        case closedByPeer
+    }
+
+    private let ssl: OpaquePointer
+    private let incoming: OpaquePointer
+    private let outgoing: OpaquePointer
+    private let host: String?
+    private(set) var isHandshakeComplete = false
+
+    /// A client for `host` (SNI and name check; IP literals get an IP check and no SNI).
+    convenience init(client context: TLSContext, host: String) throws(RealtimeError) {
+        try self.init(context: context, host: host)
+    }
+
+    /// A server side.
+    convenience init(server context: TLSContext) throws(RealtimeError) {
+        try self.init(context: context, host: nil)
+    }
+
+    private init(context: TLSContext, host: String?) throws(RealtimeError) {
+        ERR_clear_error()
+        guard let ssl = context.makeSSL() else { throw TLSErrors.openSSL("SSL_new") }
+        guard let incoming = BIO_new(BIO_s_mem()), let outgoing = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw TLSErrors.openSSL("BIO_new")
+        }
+        // An empty input BIO means "retry later", not end of stream.
+        _ = realtime_BIO_set_mem_eof_return(incoming, -1)
+        _ = realtime_BIO_set_mem_eof_return(outgoing, -1)
+        SSL_set_bio(ssl, incoming, outgoing)  // the SSL now owns both BIOs
+        self.ssl = ssl
+        self.incoming = incoming
+        self.outgoing = outgoing
+        self.host = host
+        if context.role == .server {
+            SSL_set_accept_state(ssl)
+            return
+        }
+        SSL_set_connect_state(ssl)
+        guard let host, !host.isEmpty else { return }
+        if SocketIO.isIPLiteral(host) {
+            let literal = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+            guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), literal) == 1 else {
+                throw TLSErrors.openSSL("setting the IP address to verify")
+            }
+        } else {
+            guard realtime_SSL_set_tlsext_host_name(ssl, host) == 1 else { throw TLSErrors.openSSL("setting SNI") }
+            guard SSL_set1_host(ssl, host) == 1 else { throw TLSErrors.openSSL("setting the host name to verify") }
+        }
+    }
+
+    deinit { SSL_free(ssl) }
+
+    /// Feeds bytes read from the socket.
+    func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        _ = BIO_write(incoming, base, Int32(bytes.count))
+    }
+
+    /// Advances the handshake with what has been received; true once it is complete.
+    func advanceHandshake() throws(RealtimeError) -> Bool {
+        if isHandshakeComplete { return true }
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            isHandshakeComplete = true
+            return true
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            return false
+        default:
+            throw TLSErrors.handshakeFailed(ssl: ssl, host: host)
+        }
+    }
+
+    /// Decrypts buffered records into `buffer` until OpenSSL wants more ciphertext or the buffer is full.
+    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(RealtimeError) -> (count: Int, stop: ReadStop) {
+        var filled = 0
+        ERR_clear_error()
+        while filled < buffer.count {
+            let result = SSL_read(ssl, buffer.baseAddress! + filled, Int32(clamping: buffer.count - filled))
+            if result > 0 {
+                filled += Int(result)
+                continue
+            }
+            switch SSL_get_error(ssl, result) {
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+                return (filled, .needMoreCiphertext)
+            case SSL_ERROR_ZERO_RETURN:
+                return (filled, .closedByPeer)
+            default:
+                let reason = TLSErrors.queuedReason() ?? "SSL_read failed"
+                throw RealtimeError(.tlsFailed, "TLS record could not be read", context: .init(detail: reason))
+            }
+        }
+        return (filled, .bufferFull)
+    }
+
+    /// Encrypts `bytes`; the records are then in ``drainCiphertext(into:)``.
+    func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        ERR_clear_error()
+        var offset = 0
+        while offset < bytes.count {
+            // A memory BIO never blocks, so each call takes everything it is given.
+            let result = SSL_write(ssl, base + offset, Int32(clamping: bytes.count - offset))
+            guard result > 0 else {
+                let reason = TLSErrors.queuedReason() ?? "SSL_write failed"
+                throw RealtimeError(.tlsFailed, "TLS record could not be written", context: .init(detail: reason))
+            }
+            offset += Int(result)
+        }
+    }
+
+    /// Encrypts `bytes`.
+    func writePlaintext(_ bytes: [UInt8]) throws(RealtimeError) {
+        var failure: RealtimeError?
+        bytes.withUnsafeBytes { raw in
+            do throws(RealtimeError) {
+                try writePlaintext(raw)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// True when records are waiting to be sent.
+    var hasCiphertext: Bool { realtime_BIO_ctrl_pending(outgoing) > 0 }
+
+    /// Appends every pending record to `output`.
+    func drainCiphertext(into output: inout [UInt8]) {
+        let pending = Int(realtime_BIO_ctrl_pending(outgoing))
+        guard pending > 0 else { return }
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: pending))
+        let read = output.withUnsafeMutableBytes { raw in
+            BIO_read(outgoing, raw.baseAddress! + start, Int32(pending))
+        }
+        output.removeLast(pending - max(0, Int(read)))
+    }
+
+    /// Queues close_notify (best effort).
+    func shutdown() {
+        guard isHandshakeComplete else { return }
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+    }
+
+    /// The ALPN protocol the server selected.
+    var negotiatedApplicationProtocol: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    /// "TLSv1.3" and the like.
+    var protocolVersion: String { SocketIO.string(fromCString: SSL_get_version(ssl)) }
+}
+#endif

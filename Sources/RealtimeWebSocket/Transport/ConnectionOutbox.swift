@@ -1,0 +1,81 @@
+import RealtimeCore
+
+/// The cross-thread half of a connection: what other threads asked for (frames to send, close, abort,
+/// pause, pings), read by the loop thread in one lock per wake-up.
+final class ConnectionOutbox: Sendable {
+    struct CloseRequest: Sendable {
+        var code: Int
+        var reason: String
+    }
+
+    struct PendingPing: Sendable {
+        var started: UInt64
+        var continuation: CheckedContinuation<Duration, any Error>
+    }
+
+    struct State: Sendable {
+        var frames: [TransportFrame] = []
+        /// Payload bytes of `frames`.
+        var queuedBytes = 0
+        /// Encoded bytes the socket has not taken yet (kept by the loop).
+        var unsentBytes = 0
+        /// A loop task is already posted to service this outbox.
+        var serviceScheduled = false
+        var closeRequest: CloseRequest?
+        var abortRequested = false
+        var readingPaused = false
+        var overflowed = false
+        var finished = false
+        var pings: [UInt64: PendingPing] = [:]
+        var pingsToSend: [UInt64] = []
+        var nextPingID: UInt64 = 1
+    }
+
+    let state = Locked(State())
+    let maximumBufferedBytes: Int
+
+    init(maximumBufferedBytes: Int) {
+        self.maximumBufferedBytes = maximumBufferedBytes
+    }
+
+    /// Bytes waiting to be written: queued frames plus encoded bytes the socket has not taken.
+    var bufferedAmount: Int {
+        state.withLock { $0.queuedBytes + $0.unsentBytes }
+    }
+
+    /// Applies `change`; returns true when the loop must be woken to act on it.
+    func update(_ change: (inout State) -> Void) -> Bool {
+        state.withLock { state in
+            guard !state.finished else { return false }
+            change(&state)
+            if state.serviceScheduled { return false }
+            state.serviceScheduled = true
+            return true
+        }
+    }
+
+    /// Queues frames, enforcing the limit. Returns true when the loop must be woken.
+    func enqueue(_ frames: [TransportFrame]) -> Bool {
+        var size = 0
+        for frame in frames { size += frame.payloadCount }
+        return update { state in
+            guard !state.overflowed else { return }
+            if state.queuedBytes + state.unsentBytes + size > maximumBufferedBytes {
+                state.overflowed = true
+                return
+            }
+            state.frames += frames
+            state.queuedBytes += size
+        }
+    }
+}
+
+extension TransportFrame {
+    /// Payload bytes on the wire.
+    var payloadCount: Int {
+        switch self {
+        case .text(let text): text.utf8.count
+        case .binary(let data): data.count
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import RealtimeCore
+
+/// The package's RFC 6455 client: POSIX sockets on a small ``EventLoopGroup``, TLS through OpenSSL.
+///
+/// ```swift
+/// let transport = WebSocketTransport()
+/// let connection = transport.open(ConnectionRequest(url: URL(string: "wss://example.com/socket")!)) { event in
+///     // .opened, then .received batches, then exactly one .closed — serially, on a loop thread
+/// }
+/// ```
+///
+/// Handlers run on the connection's loop thread: keep them short and hop elsewhere for real work, because
+/// every connection of that loop waits meanwhile. `ws://` (and `http://`) to a host that is not loopback is
+/// refused unless the request sets `allowsInsecureTransportToRemoteHosts`.
+public final class WebSocketTransport: RealtimeTransport {
+    /// Limits, timeouts and TLS settings shared by every connection of the transport.
+    public struct Configuration: Sendable {
+        /// How `wss://` verifies servers.
+        public var tls: TLSConfiguration
+        /// Frame, message and fragment limits for received data.
+        public var limits: WebSocketLimits
+        /// Bytes that may wait to be written before the connection fails with `.limitExceeded`.
+        public var maximumBufferedBytes: Int
+        /// How long to wait for the peer's close frame after sending ours.
+        public var closeTimeout: Duration
+        /// How long ``WebSocketClientConnection/ping()`` waits for the pong.
+        public var pingTimeout: Duration
+        /// The largest upgrade response accepted.
+        public var maximumHandshakeResponseSize: Int
+
+        public init(tls: TLSConfiguration = TLSConfiguration(), limits: WebSocketLimits = WebSocketLimits(),
+                    maximumBufferedBytes: Int = 8 << 20, closeTimeout: Duration = .seconds(5),
+                    pingTimeout: Duration = .seconds(10), maximumHandshakeResponseSize: Int = 16_384) {
+            self.tls = tls
+            self.limits = limits
+            self.maximumBufferedBytes = maximumBufferedBytes
+            self.closeTimeout = closeTimeout
+            self.pingTimeout = pingTimeout
+            self.maximumHandshakeResponseSize = maximumHandshakeResponseSize
+        }
+    }
+
+    public let configuration: Configuration
+    private let group: Result<EventLoopGroup, RealtimeError>
+    private let tlsContext = Locked<Result<TLSContext, RealtimeError>?>(nil)
+
+    /// - Parameters:
+    ///   - group: the loops to run on. Without one, the transport starts a private one-thread group that
+    ///     stops when the transport and its last connection are gone.
+    public init(configuration: Configuration = Configuration(), group: EventLoopGroup? = nil) {
+        self.configuration = configuration
+        if let group {
+            self.group = .success(group)
+        } else {
+            do {
+                self.group = .success(try EventLoopGroup(threadCount: 1))
+            } catch {
+                self.group = .failure(error)
+            }
+        }
+    }
+
+    public func open(_ request: ConnectionRequest,
+                     handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        openConnection(request, handler: handler)
+    }
+
+    /// Like ``open(_:handler:)``, returning the concrete type (for ``WebSocketClientConnection/ping()`` and
+    /// ``WebSocketClientConnection/bufferedAmount``).
+    public func openConnection(_ request: ConnectionRequest,
+                               handler: @escaping @Sendable (TransportEvent) -> Void) -> WebSocketClientConnection {
+        let target: Target
+        let group: EventLoopGroup
+        do {
+            group = try self.group.get()
+            target = try Self.target(of: request)
+            if target.secure { _ = try sharedTLSContext() }
+        } catch {
+            return WebSocketClientConnection.failed(error, handler: handler,
+                                                    maximumBufferedBytes: configuration.maximumBufferedBytes)
+        }
+        let handshake = WebSocketClientHandshake(
+            url: request.url, headers: request.headers, subprotocols: request.subprotocols, origin: request.origin,
+            key: WebSocketClientHandshake.makeKey(),
+            maximumResponseSize: configuration.maximumHandshakeResponseSize)
+        do {
+            try handshake.validate()
+        } catch {
+            return WebSocketClientConnection.failed(error, handler: handler,
+                                                    maximumBufferedBytes: configuration.maximumBufferedBytes)
+        }
+        let tls = target.secure ? try? sharedTLSContext() : nil
+        let setup = ChannelSetup.Client(host: target.host, port: target.port, handshake: handshake,
+                                        tlsContext: tls, connectTimeout: request.connectTimeout)
+        let options = ChannelOptions(limits: configuration.limits, closeTimeout: configuration.closeTimeout,
+                                     pingTimeout: configuration.pingTimeout)
+        return WebSocketClientConnection.start(setup, options: options, group: group,
+                                               maximumBufferedBytes: configuration.maximumBufferedBytes,
+                                               handler: handler)
+    }
+
+    private func sharedTLSContext() throws(RealtimeError) -> TLSContext {
+        #if canImport(COpenSSL)
+        let result = tlsContext.withLock { cached -> Result<TLSContext, RealtimeError> in
+            if let cached { return cached }
+            let made: Result<TLSContext, RealtimeError>
+            do throws(RealtimeError) {
+                made = .success(try TLSContext(client: configuration.tls))
+            } catch {
+                made = .failure(error)
+            }
+            cached = made
+            return made
+        }
+        return try result.get()
+        #else
+        throw RealtimeError(.unsupported, "wss:// needs OpenSSL on this platform; use NetworkWebSocketTransport on Apple platforms")
+        #endif
+    }
+
+    struct Target {
+        var host: String
+        var port: Int
+        var secure: Bool
+    }
+
+    /// Scheme, host and port of a request, with the insecure-transport policy applied.
+    static func target(of request: ConnectionRequest) throws(RealtimeError) -> Target {
+        let url = request.url
+        guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme) else {
+            throw RealtimeError(.invalidArgument, "a WebSocket URL must use ws, wss, http or https: \(url.absoluteString)")
+        }
+        guard var host = url.host, !host.isEmpty else {
+            throw RealtimeError(.invalidArgument, "the URL has no host: \(url.absoluteString)")
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let secure = scheme == "wss" || scheme == "https"
+        if !secure, !request.allowsInsecureTransportToRemoteHosts, !SocketIO.isLoopback(host: host) {
+            throw RealtimeError(.invalidArgument,
+                                "refusing unencrypted \(scheme):// to \(host): use wss:// (or set allowsInsecureTransportToRemoteHosts)")
+        }
+        let port = url.port ?? (secure ? 443 : 80)
+        guard (1...65535).contains(port) else { throw RealtimeError(.invalidArgument, "port \(port) is out of range") }
+        return Target(host: host, port: port, secure: secure)
+    }
+}

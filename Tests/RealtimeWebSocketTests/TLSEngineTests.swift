@@ -1,0 +1,139 @@
+import Foundation
+import RealtimeCore
+import Testing
+@testable import RealtimeWebSocket
+
+/// The TLS engine without sockets: a client and a server engine pass records to each other in memory.
+@Suite("TLS engine over memory BIOs")
+struct TLSEngineTests {
+    let certificates: TLSTestCertificates
+
+    init() throws {
+        certificates = try TLSTestCertificates.shared.get()
+    }
+
+    func serverContext(certificate: String? = nil) throws -> TLSContext {
+        try TLSContext(server: TLSServerConfiguration(certificateChain: .file(certificate ?? certificates.leafCertificate),
+                                                      privateKey: .file(certificates.leafKey)))
+    }
+
+    func clientContext(trustingTestCA: Bool = true, pem: Bool = false) throws -> TLSContext {
+        let roots: [TLSPEMSource] = trustingTestCA
+            ? [pem ? .pem(certificates.pem(certificates.caCertificate)) : .file(certificates.caCertificate)] : []
+        return try TLSContext(client: TLSConfiguration(additionalTrustRoots: roots))
+    }
+
+    /// Shuttles records until both sides finish or one fails; returns the client's error.
+    func handshake(_ client: TLSEngine, _ server: TLSEngine) -> RealtimeError? {
+        var toServer: [UInt8] = []
+        var toClient: [UInt8] = []
+        for _ in 0..<20 {
+            do {
+                _ = try client.advanceHandshake()
+            } catch {
+                return error
+            }
+            client.drainCiphertext(into: &toServer)
+            toServer.withUnsafeBytes { server.receiveCiphertext($0) }
+            toServer.removeAll()
+            _ = try? server.advanceHandshake()
+            server.drainCiphertext(into: &toClient)
+            toClient.withUnsafeBytes { client.receiveCiphertext($0) }
+            toClient.removeAll()
+            if client.isHandshakeComplete && server.isHandshakeComplete { return nil }
+        }
+        return RealtimeError(.timedOut, "handshake did not finish")
+    }
+
+    @Test("a certificate from the trusted CA passes and data flows both ways", arguments: [false, true])
+    func trustedRoundTrip(caAsPEMText: Bool) throws {
+        let client = try TLSEngine(client: clientContext(pem: caAsPEMText), host: "localhost")
+        let server = try TLSEngine(server: serverContext())
+        #expect(handshake(client, server) == nil)
+        #expect(client.protocolVersion == "TLSv1.3")
+
+        try client.writePlaintext(Array("hello server".utf8))
+        var records: [UInt8] = []
+        client.drainCiphertext(into: &records)
+        #expect(!records.isEmpty)
+        #expect(!records.contains(subsequence: Array("hello server".utf8)))
+        records.withUnsafeBytes { server.receiveCiphertext($0) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { buffer.deallocate() }
+        let (count, stop) = try server.readPlaintext(into: buffer)
+        #expect(stop == .needMoreCiphertext)
+        #expect(Array(buffer[0..<count]) == Array("hello server".utf8))
+    }
+
+    @Test("an IP literal is verified against the certificate's IP address")
+    func ipLiteral() throws {
+        let client = try TLSEngine(client: clientContext(), host: "127.0.0.1")
+        let server = try TLSEngine(server: serverContext())
+        #expect(handshake(client, server) == nil)
+        let wrong = try TLSEngine(client: clientContext(), host: "127.0.0.2")
+        let error = handshake(wrong, try TLSEngine(server: serverContext()))
+        #expect(error?.code == .tlsFailed)
+        #expect(error?.message.contains("IP address") == true)
+    }
+
+    @Test("an unknown CA fails with its own message")
+    func unknownCA() throws {
+        let client = try TLSEngine(client: clientContext(trustingTestCA: false), host: "localhost")
+        let error = handshake(client, try TLSEngine(server: serverContext()))
+        #expect(error?.code == .tlsFailed)
+        #expect(error?.message.contains("unknown certificate authority") == true)
+    }
+
+    @Test("a certificate from another CA fails even when our CA is trusted")
+    func strangerCA() throws {
+        let client = try TLSEngine(client: clientContext(), host: "localhost")
+        let error = handshake(client, try TLSEngine(server: serverContext(certificate: certificates.strangerCertificate)))
+        #expect(error?.code == .tlsFailed)
+        #expect(error?.message.contains("unknown certificate authority") == true)
+    }
+
+    @Test("a wrong host name fails with its own message")
+    func wrongHost() throws {
+        let client = try TLSEngine(client: clientContext(), host: "evil.example")
+        let error = handshake(client, try TLSEngine(server: serverContext()))
+        #expect(error?.code == .tlsFailed)
+        #expect(error?.message.contains("does not match the host name evil.example") == true)
+        #expect(error?.context.detail?.contains("62") == true)
+    }
+
+    @Test("an expired certificate fails with its own message")
+    func expired() throws {
+        let client = try TLSEngine(client: clientContext(), host: "localhost")
+        let error = handshake(client, try TLSEngine(server: serverContext(certificate: certificates.expiredCertificate)))
+        #expect(error?.code == .tlsFailed)
+        #expect(error?.message.contains("expired") == true)
+    }
+
+    @Test("garbage instead of a ServerHello is a TLS failure, not a crash")
+    func garbage() throws {
+        let client = try TLSEngine(client: clientContext(), host: "localhost")
+        #expect(try client.advanceHandshake() == false)
+        let junk = Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8)
+        junk.withUnsafeBytes { client.receiveCiphertext($0) }
+        #expect(throws: RealtimeError.self) { try client.advanceHandshake() }
+    }
+
+    @Test("a missing CA file is a typed setup error")
+    func missingCAFile() {
+        #expect {
+            try TLSContext(client: TLSConfiguration(additionalTrustRoots: [.file("/nonexistent/ca.pem")]))
+        } throws: { error in
+            (error as? RealtimeError)?.code == .tlsFailed
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    func contains(subsequence: [UInt8]) -> Bool {
+        guard subsequence.count <= count else { return false }
+        for start in 0...(count - subsequence.count) where Array(self[start..<start + subsequence.count]) == subsequence {
+            return true
+        }
+        return false
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import RealtimeCore
+import Testing
+@testable import RealtimeWebSocket
+
+/// Each way opening or running a connection can fail gives its own typed error.
+@Suite("WebSocketTransport errors")
+struct TransportErrorTests {
+    func openAndWaitForClose(_ request: ConnectionRequest, transport: WebSocketTransport = WebSocketTransport())
+        async -> TransportClosure? {
+        let events = EventQueue<TransportEvent>()
+        let connection = transport.open(request) { events.push($0) }
+        let (_, closure) = await drainUntilClosed(events)
+        withExtendedLifetime(connection) {}
+        return closure
+    }
+
+    @Test("HTTP 401, 403 and 404 on upgrade are handshake rejections with the status", arguments: [401, 403, 404])
+    func rejected(status: Int) async throws {
+        let server = try makeEchoServer(shouldUpgrade: { _ in .reject(status: status, reason: "No") })
+        defer { server.stop() }
+        let closure = await openAndWaitForClose(ConnectionRequest(url: server.url))
+        #expect(closure?.error?.code == .handshakeRejected)
+        #expect(closure?.error?.context.httpStatus == status)
+        #expect(closure?.duringOpen == true)
+        if status == 404 { #expect(closure?.error?.message.contains("wrong path") == true) }
+    }
+
+    @Test("a server that closes during the handshake")
+    func closedMidHandshake() async throws {
+        let server = try RawServer { peer in _ = peer.readHead() }
+        defer { server.stop() }
+        let closure = await openAndWaitForClose(ConnectionRequest(url: server.url))
+        let error = try #require(closure?.error)
+        #expect(error.code != .handshakeRejected)
+        #expect(error.code != .connectTimedOut)
+        #expect(error.message.contains("closed") == true)
+        #expect(closure?.duringOpen == true)
+    }
+
+    @Test("a server that never answers the upgrade hits the connect timeout")
+    func connectTimeout() async throws {
+        let server = try RawServer { peer in
+            _ = peer.readHead()
+            peer.waitForRelease()
+        }
+        defer { server.stop() }
+        let closure = await openAndWaitForClose(ConnectionRequest(url: server.url, connectTimeout: .milliseconds(200)))
+        #expect(closure?.error?.code == .connectTimedOut)
+        #expect(closure?.duringOpen == true)
+    }
+
+    @Test("nothing listening: connection refused")
+    func refused() async throws {
+        let probe = try SocketIO.listen(host: "127.0.0.1", port: 0, backlog: 1)
+        let port = probe.address.port
+        SocketIO.closeFD(probe.fd)
+        let closure = await openAndWaitForClose(ConnectionRequest(url: URL(string: "ws://127.0.0.1:\(port)/")!))
+        #expect(closure?.error?.code == .transportFailed)
+        #expect(closure?.error?.context.detail == "connect: ECONNREFUSED")
+    }
+
+    @Test("a name that cannot resolve (checked locally, no DNS traffic)")
+    func dnsFailure() async throws {
+        let request = ConnectionRequest(url: URL(string: "ws://a..b:80/")!, allowsInsecureTransportToRemoteHosts: true)
+        let closure = await openAndWaitForClose(request)
+        #expect(closure?.error?.code == .transportFailed)
+        #expect(closure?.error?.context.detail?.hasPrefix("dns:") == true)
+    }
+
+    @Test("ws:// to a remote host is refused unless explicitly allowed", arguments: [
+        "ws://example.com/socket", "http://10.1.2.3/", "ws://[2001:db8::1]:80/",
+    ])
+    func insecureRemote(url: String) async throws {
+        let closure = await openAndWaitForClose(ConnectionRequest(url: URL(string: url)!))
+        #expect(closure?.error?.code == .invalidArgument)
+        #expect(closure?.error?.message.contains("wss://") == true)
+    }
+
+    @Test("loopback names and addresses count as loopback", arguments: [
+        ("localhost", true), ("LOCALHOST", true), ("api.localhost", true), ("127.0.0.1", true), ("127.9.9.9", true),
+        ("::1", true), ("[::1]", true), ("10.0.0.1", false), ("localhost.example.com", false), ("::2", false),
+    ])
+    func loopbackDetection(host: String, expected: Bool) {
+        #expect(SocketIO.isLoopback(host: host) == expected)
+    }
+
+    @Test("unsupported schemes are invalid arguments")
+    func badScheme() async {
+        let closure = await openAndWaitForClose(ConnectionRequest(url: URL(string: "ftp://127.0.0.1/")!))
+        #expect(closure?.error?.code == .invalidArgument)
+    }
+
+    @Test("an oversized frame fails with 1009")
+    func oversizedFrame() async throws {
+        let server = try makeEchoServer()
+        defer { server.stop() }
+        let transport = WebSocketTransport(configuration: .init(limits: WebSocketLimits(maximumFrameSize: 1024,
+                                                                                         maximumMessageSize: 1024)))
+        let events = EventQueue<TransportEvent>()
+        let connection = transport.open(ConnectionRequest(url: server.url)) { events.push($0) }
+        connection.send([.text("small"), .text(String(repeating: "x", count: 2000))])
+        let (frames, closure) = await drainUntilClosed(events)
+        #expect(frames == [.text("small")])
+        #expect(closure?.error?.code == .limitExceeded)
+        #expect(closure?.error?.context.closeCode == 1009)
+    }
+
+    @Test("invalid UTF-8 in a text frame fails with 1007")
+    func invalidUTF8() async throws {
+        let server = try RawServer { peer in
+            peer.acceptUpgrade()
+            peer.write([0x81, 0x02, 0xC3, 0x28])  // FIN text, 2 bytes: a broken two-byte sequence
+            peer.drain()
+        }
+        defer { server.stop() }
+        let closure = await openAndWaitForClose(ConnectionRequest(url: server.url))
+        #expect(closure?.error?.code == .invalidUTF8)
+        #expect(closure?.error?.context.closeCode == 1007)
+        #expect(closure?.duringOpen == false)
+    }
+
+    @Test("the peer dropping the socket without a close frame is a transport failure (1006)")
+    func droppedWithoutClose() async throws {
+        let server = try RawServer { peer in
+            peer.acceptUpgrade()
+            peer.write([0x81, 0x02, 0x68, 0x69])  // "hi"
+        }
+        defer { server.stop() }
+        let events = EventQueue<TransportEvent>()
+        let connection = WebSocketTransport().open(ConnectionRequest(url: server.url)) { events.push($0) }
+        let (frames, closure) = await drainUntilClosed(events)
+        withExtendedLifetime(connection) {}
+        #expect(frames == [.text("hi")])
+        #expect(closure?.error?.code == .transportFailed)
+        #expect(closure?.error?.context.closeCode == 1006)
+    }
+
+    @Test("exceeding the write queue limit fails with limitExceeded, and the queue is visible")
+    func writeQueueLimit() async throws {
+        let server = try RawServer { peer in
+            _ = peer.readHead()
+            peer.waitForRelease()
+        }
+        defer { server.stop() }
+        let transport = WebSocketTransport(configuration: .init(maximumBufferedBytes: 10_000))
+        let events = EventQueue<TransportEvent>()
+        let connection = transport.openConnection(ConnectionRequest(url: server.url)) { events.push($0) }
+        connection.send([.text(String(repeating: "a", count: 6000))])
+        #expect(connection.bufferedAmount == 6000)
+        connection.send([.binary(Data(count: 6000))])
+        let (_, closure) = await drainUntilClosed(events)
+        #expect(closure?.error?.code == .limitExceeded)
+        #expect(connection.bufferedAmount == 0)
+    }
+}
