@@ -195,7 +195,7 @@ final class RailsCableServer: Sendable {
 }
 
 /// Polls `condition` every 20 ms until it holds; records an issue and throws after `timeout`.
-func waitUntil(_ description: String, timeout: Duration = .seconds(10),
+func cableWaitUntil(_ description: String, timeout: Duration = .seconds(10),
                sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) async throws {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
@@ -206,4 +206,10 @@ func waitUntil(_ description: String, timeout: Duration = .seconds(10),
         }
         try await Task.sleep(for: .milliseconds(20))
     }
+}
+
+/// A failure of the live-test plumbing (process, port, control route), not of the code under test.
+struct ActionCableLiveError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
