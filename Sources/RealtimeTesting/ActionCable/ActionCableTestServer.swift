@@ -1,5 +1,6 @@
 import Foundation
 import RealtimeCore
+import RealtimeWebSocket
 
 /// An in-memory Rails Action Cable server for tests: attach it to an ``InMemoryTransport`` and every
 /// connection the session opens speaks `actioncable-v1-json` with it, as Rails 6.1–8.x does on the wire.
@@ -61,8 +62,34 @@ public final class ActionCableTestServer: Sendable {
         var actions: [String: @Sendable (ActionCall) -> Void] = [:]
     }
 
+    /// One client connection as the server sees it, whatever carries it.
+    struct Link: Sendable {
+        let id: ObjectIdentifier
+        let send: @Sendable (String) -> Void
+        let close: @Sendable () -> Void
+        let isOpen: @Sendable () -> Bool
+
+        init(_ peer: InMemoryPeer) {
+            id = ObjectIdentifier(peer)
+            send = { peer.send(text: $0) }
+            close = { peer.close(code: 1000) }
+            isOpen = { peer.phase == .open }
+        }
+
+        init(_ connection: WebSocketServerConnection) {
+            let open = Locked(true)
+            id = ObjectIdentifier(connection)
+            send = { connection.send(text: $0) }
+            close = {
+                open.withLock { $0 = false }
+                connection.close(code: 1000)
+            }
+            isOpen = { open.withLock { $0 } }
+        }
+    }
+
     private struct Connection {
-        var peer: InMemoryPeer
+        var link: Link
         var user: String
         /// Subscriptions by identifier: streams and params.
         var subscriptions: [String: (channel: String, params: [String: JSONValue], streams: [String])] = [:]
@@ -126,21 +153,36 @@ public final class ActionCableTestServer: Sendable {
                                     context: .init(httpStatus: 404)))
             return
         }
-        let subprotocol = peer.request.subprotocols.first { $0 == "actioncable-v1-json" || $0 == "actioncable-unsupported" }
-        peer.onReceive { [self] frame, peer in received(frame, from: peer) }
-        peer.accept(subprotocol: subprotocol)
-        guard let user = authenticate(peer.request) else {
-            peer.send(text: #"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#)
-            peer.close(code: 1000)
+        let link = Link(peer)
+        peer.onReceive { [self] frame, _ in received(frame, from: link.id) }
+        peer.accept(subprotocol: Self.selectSubprotocol(peer.request.subprotocols))
+        opened(link, request: peer.request)
+    }
+
+    /// Rails picks the first protocol it knows from its own list, whatever the client's order.
+    static func selectSubprotocol(_ offered: [String]) -> String? {
+        ["actioncable-v1-json", "actioncable-unsupported"].first { offered.contains($0) }
+    }
+
+    /// Runs `connect`: welcome, or `unauthorized` and close.
+    func opened(_ link: Link, request: ConnectionRequest) {
+        guard let user = authenticate(request) else {
+            link.send(#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#)
+            link.close()
             return
         }
-        state.withLock { $0.connections[ObjectIdentifier(peer)] = Connection(peer: peer, user: user) }
-        peer.send(text: #"{"type":"welcome"}"#)
+        state.withLock { $0.connections[link.id] = Connection(link: link, user: user) }
+        link.send(#"{"type":"welcome"}"#)
+    }
+
+    /// Forgets a connection that closed.
+    func closed(_ id: ObjectIdentifier) {
+        state.withLock { _ = $0.connections.removeValue(forKey: id) }
     }
 
     /// The user of every open connection, sorted.
     public var connectedUsers: [String] {
-        state.withLock { $0.connections.values.filter { $0.peer.phase == .open }.map(\.user) }.sorted()
+        state.withLock { $0.connections.values.filter { $0.link.isOpen() }.map(\.user) }.sorted()
     }
 
     /// Every command text received, in order.
@@ -148,42 +190,42 @@ public final class ActionCableTestServer: Sendable {
 
     /// Sends the heartbeat to every connection: `{"type":"ping","message":<seconds>}`.
     public func ping(at seconds: Int64 = Int64(Date().timeIntervalSince1970)) {
-        for peer in openPeers() { peer.send(text: #"{"type":"ping","message":\#(seconds)}"#) }
+        for link in openLinks() { link.send(#"{"type":"ping","message":\#(seconds)}"#) }
     }
 
     /// Broadcasts `message` to every subscription streaming from `stream`.
     public func broadcast(to stream: String, _ message: JSONValue) {
         let targets = state.withLock { state in
             state.connections.values.flatMap { connection in
-                connection.subscriptions.filter { $0.value.streams.contains(stream) }.map { (connection.peer, $0.key) }
+                connection.subscriptions.filter { $0.value.streams.contains(stream) }.map { (connection.link, $0.key) }
             }
         }
-        for (peer, identifier) in targets { peer.send(text: Self.messageFrame(identifier, message)) }
+        for (link, identifier) in targets { link.send(Self.messageFrame(identifier, message)) }
     }
 
     /// Disconnects `user`'s connections: with a `disconnect` frame when `reason` is set (Rails 7.1+), with a
     /// bare close 1000 when it is `nil` (Rails 6.1/7.0 remote disconnect).
     public func disconnect(user: String, reason: String? = "remote", reconnect: Bool = true) {
-        let peers = state.withLock { state in
+        let links = state.withLock { state in
             let matching = state.connections.filter { $0.value.user == user }
             for key in matching.keys { state.connections[key] = nil }
-            return matching.values.map(\.peer)
+            return matching.values.map(\.link)
         }
-        for peer in peers { close(peer, reason: reason, reconnect: reconnect) }
+        for link in links { close(link, reason: reason, reconnect: reconnect) }
     }
 
     /// `ActionCable.server.restart`: every connection gets `server_restart` with `reconnect: true`.
     public func restart() {
-        let peers = state.withLock { state in
+        let links = state.withLock { state in
             defer { state.connections = [:] }
-            return state.connections.values.map(\.peer)
+            return state.connections.values.map(\.link)
         }
-        for peer in peers { close(peer, reason: "server_restart", reconnect: true) }
+        for link in links { close(link, reason: "server_restart", reconnect: true) }
     }
 
     // MARK: Commands
 
-    private func received(_ frame: TransportFrame, from peer: InMemoryPeer) {
+    func received(_ frame: TransportFrame, from id: ObjectIdentifier) {
         guard case .text(let text) = frame else { return }
         state.withLock { $0.commands.append(text) }
         // Rails ignores malformed commands without answering.
@@ -193,44 +235,44 @@ public final class ActionCableTestServer: Sendable {
         params["channel"] = nil
         switch command["command"]?.stringValue {
         case "subscribe":
-            subscribe(identifier, channel: channelName, params: params, peer: peer)
+            subscribe(identifier, channel: channelName, params: params, connection: id)
         case "unsubscribe":
-            state.withLock { _ = $0.connections[ObjectIdentifier(peer)]?.subscriptions.removeValue(forKey: identifier) }
+            state.withLock { _ = $0.connections[id]?.subscriptions.removeValue(forKey: identifier) }
         case "message":
-            perform(command["data"], identifier: identifier, peer: peer)
+            perform(command["data"], identifier: identifier, connection: id)
         default:
             return
         }
     }
 
-    private func subscribe(_ identifier: String, channel: String, params: [String: JSONValue], peer: InMemoryPeer) {
-        let lookup = state.withLock { state -> (Channel, String)? in
+    private func subscribe(_ identifier: String, channel: String, params: [String: JSONValue], connection id: ObjectIdentifier) {
+        let lookup = state.withLock { state -> (Channel, String, Link)? in
             if state.ignoredSubscribes > 0 {
                 state.ignoredSubscribes -= 1
                 return nil
             }
-            guard let connection = state.connections[ObjectIdentifier(peer)],
+            guard let connection = state.connections[id],
                   connection.subscriptions[identifier] == nil,
                   let definition = state.channels[channel] else { return nil }
-            return (definition, connection.user)
+            return (definition, connection.user, connection.link)
         }
-        guard let (definition, user) = lookup else { return }
+        guard let (definition, user, link) = lookup else { return }
         switch definition.subscribed(SubscriptionRequest(user: user, params: params, identifier: identifier)) {
         case .confirm(let streams):
-            state.withLock { $0.connections[ObjectIdentifier(peer)]?.subscriptions[identifier] = (channel, params, streams) }
-            peer.send(text: Self.typedFrame(identifier, "confirm_subscription"))
+            state.withLock { $0.connections[id]?.subscriptions[identifier] = (channel, params, streams) }
+            link.send(Self.typedFrame(identifier, "confirm_subscription"))
         case .reject:
-            peer.send(text: Self.typedFrame(identifier, "reject_subscription"))
+            link.send(Self.typedFrame(identifier, "reject_subscription"))
         case .ignore:
             return
         }
     }
 
-    private func perform(_ data: JSONValue?, identifier: String, peer: InMemoryPeer) {
+    private func perform(_ data: JSONValue?, identifier: String, connection id: ObjectIdentifier) {
         // `data` must be a JSON string holding an object; Rails fails an object with a TypeError, silently.
         guard let text = data?.stringValue, case .object(let members)? = try? JSONValue.parse(text) else { return }
         let lookup = state.withLock { state -> (@Sendable (ActionCall) -> Void, String, [String: JSONValue])? in
-            guard let connection = state.connections[ObjectIdentifier(peer)],
+            guard let connection = state.connections[id],
                   let subscription = connection.subscriptions[identifier],
                   let handler = state.channels[subscription.channel]?.actions[members["action"]?.stringValue ?? "receive"]
             else { return nil }
@@ -238,24 +280,24 @@ public final class ActionCableTestServer: Sendable {
         }
         guard let (handler, user, params) = lookup else { return }
         handler(ActionCall(user: user, params: params, data: members, identifier: identifier, server: self,
-                           connection: ObjectIdentifier(peer)))
+                           connection: id))
     }
 
     fileprivate func transmit(_ message: JSONValue, identifier: String, connection: ObjectIdentifier) {
-        let peer = state.withLock { $0.connections[connection]?.peer }
-        peer?.send(text: Self.messageFrame(identifier, message))
+        let link = state.withLock { $0.connections[connection]?.link }
+        link?.send(Self.messageFrame(identifier, message))
     }
 
-    private func close(_ peer: InMemoryPeer, reason: String?, reconnect: Bool) {
+    private func close(_ link: Link, reason: String?, reconnect: Bool) {
         if let reason {
             let frame: JSONValue = ["type": "disconnect", "reason": .string(reason), "reconnect": .bool(reconnect)]
-            peer.send(text: frame.serialized())
+            link.send(frame.serialized())
         }
-        peer.close(code: 1000)
+        link.close()
     }
 
-    private func openPeers() -> [InMemoryPeer] {
-        state.withLock { $0.connections.values.map(\.peer) }.filter { $0.phase == .open }
+    private func openLinks() -> [Link] {
+        state.withLock { $0.connections.values.map(\.link) }.filter { $0.isOpen() }
     }
 
     private static func typedFrame(_ identifier: String, _ type: String) -> String {
@@ -264,5 +306,35 @@ public final class ActionCableTestServer: Sendable {
 
     private static func messageFrame(_ identifier: String, _ message: JSONValue) -> String {
         JSONValue.object(["identifier": .string(identifier), "message": message]).serialized()
+    }
+}
+
+extension ActionCableTestServer {
+    /// Serves real WebSocket connections on loopback, for tests over `WebSocketTransport` and demos.
+    ///
+    /// Clients connect to `ws://127.0.0.1:<server.port><path>`. Another path, or an `Origin` the server does
+    /// not allow, is answered with HTTP 404 as Rails does. Stop it with `WebSocketServer.stop()`.
+    public func listen(configuration: WebSocketServer.Configuration = .init(),
+                       path: String = "/cable") throws(RealtimeError) -> WebSocketServer {
+        try WebSocketServer(configuration: configuration, shouldUpgrade: { [self] request in
+            guard request.path == path, allowsOrigin(request.origin) else {
+                return .reject(status: 404, reason: "Not Found")
+            }
+            return .accept(subprotocol: Self.selectSubprotocol(request.subprotocols))
+        }, handler: { [self] connection, event in
+            switch event {
+            case .opened:
+                guard let request = connection.request else { return }
+                let url = URL(string: "ws://\(request.host ?? "127.0.0.1")\(request.target)")
+                    ?? URL(string: "ws://127.0.0.1/")!
+                opened(Link(connection), request: ConnectionRequest(url: url, headers: request.headers,
+                                                                    subprotocols: request.subprotocols,
+                                                                    origin: request.origin))
+            case .received(let frames):
+                for frame in frames { received(frame, from: ObjectIdentifier(connection)) }
+            case .closed:
+                closed(ObjectIdentifier(connection))
+            }
+        })
     }
 }
