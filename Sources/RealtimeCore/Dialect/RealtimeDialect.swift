@@ -24,8 +24,8 @@ public protocol RealtimeDialect: Sendable {
     /// The request for connection attempt `attempt` (0 for the first 'connect', counting reconnects after).
     /// Asked again before every attempt, so credentials can be refreshed: return `.ready` when no
     /// asynchronous step is needed, `.deferred` to run one (a token provider) first. A deferred step that
-    /// throws fails the attempt; a `RealtimeError` whose code is `.connectionRefused` or
-    /// `.authorizationFailed` fails the session.
+    /// throws fails the attempt; a `RealtimeError` whose code is `.connectionRefused`,
+    /// `.authorizationFailed` or `.invalidArgument` fails the session.
     func connectionRequest(attempt: Int) -> ConnectionRequestPlan
 
     /// The transport to use, given the session's WebSocket transport. Dialects that carry their own
@@ -178,6 +178,9 @@ public enum DialectAction: Sendable {
     case perform(DialectWork)
     /// Closes the connection; the engine then asks `connectionEnded` how to go on.
     case close(code: Int, reason: String)
+    /// Ends the session for good: the engine closes the connection (code 1000), resets the machine
+    /// through `connectionEnded`, and fails the session with `error` without asking how to go on.
+    case fail(RealtimeError)
     /// Reports an error to the app's error observers without closing.
     case reportError(RealtimeError)
     /// Writes a log line (already free of secrets).
@@ -201,5 +204,7 @@ public protocol DialectMachine: Sendable {
     mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
                                actions: inout [DialectAction])
     /// The connection ended. Reset per-connection state and classify what happens next.
+    /// (Whatever the dialect answers, a transport failure with code `.invalidArgument` — a bad URL, `ws://`
+    /// to a remote host without the opt-in — is terminal: retrying the same request cannot help.)
     mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd
 }

@@ -183,8 +183,8 @@ struct SessionCore: Sendable {
                 effects.append(.log(.debug, "opening \(request.url.absoluteString)"))
                 effects.append(.open(connection: connection, request))
             case .failure(let error):
-                let end: ConnectionEnd = (error.code == .connectionRefused || error.code == .authorizationFailed)
-                    ? .terminal(error) : .backoff(minimum: .zero)
+                let terminalCodes: Set<RealtimeError.Code> = [.connectionRefused, .authorizationFailed, .invalidArgument]
+                let end: ConnectionEnd = terminalCodes.contains(error.code) ? .terminal(error) : .backoff(minimum: .zero)
                 lastEndDescription = error.description
                 phase = .idle
                 cancel(.handshake, effects: &effects)
@@ -448,7 +448,10 @@ struct SessionCore: Sendable {
     }
 
     private mutating func connectionEnded(_ closure: TransportClosure, effects: inout [EngineEffect]) {
-        let end = machine.connectionEnded(closure)
+        var end = machine.connectionEnded(closure)
+        if case .failed(let error) = closure.kind, error.code == .invalidArgument {
+            end = .terminal(error)   // a request that cannot be made will not work next time either
+        }
         lastEndDescription = Self.describe(closure)
         effects.append(.log(.info, "connection ended: \(lastEndDescription)"))
         phase = .idle
@@ -744,6 +747,11 @@ struct SessionCore: Sendable {
                 effects.append(.work(connection: connection, work))
             case .close(let code, let reason):
                 effects.append(.close(connection: connection, code: code, reason: reason))
+            case .fail(let error):
+                lastEndDescription = error.description
+                endConnectionLocally(TransportClosure(.closedLocally(code: 1000, reason: "")), effects: &effects)
+                fail(error, effects: &effects)
+                return
             case .reportError(let error):
                 effects.append(.deliver(.error(error)))
             case .log(let level, let message):
