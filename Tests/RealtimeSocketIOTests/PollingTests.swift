@@ -205,4 +205,18 @@ struct PollingTests {
         let actions = harness.get([.text(#"0{"sid":"S","upgrades":[],"pingInterval":1000,"pingTimeout":1000}"#)])
         #expect(actions.probeOpens.isEmpty)
     }
+
+    @Test func plainHTTPToARemoteHostIsRefusedBeforeAnyRequest() {
+        let transport = EngineIOPollingTransport(upgradeTransport: nil)
+        let events = Locked<[TransportEvent]>([])
+        let request = ConnectionRequest(url: URL(string: "http://example.com/socket.io/?EIO=4&transport=polling")!)
+        _ = transport.open(request) { event in events.withLock { $0.append(event) } }
+        guard case .closed(let closure)? = events.withLock({ $0.first }), case .failed(let error) = closure.kind else {
+            Issue.record("expected an immediate failure")
+            return
+        }
+        #expect(error.code == .invalidArgument)
+        #expect(closure.duringOpen)
+        #expect(events.withLock { $0.count } == 1)
+    }
 }
