@@ -59,8 +59,9 @@ public struct RequestID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "#\(rawValue)" }
 }
 
-/// Identifies one piece of asynchronous work a machine asked the engine to run.
-public struct WorkID: Hashable, Sendable {
+/// Names something a machine started and will hear about later: a kind, optionally a channel, and a
+/// serial to tell repeats apart.
+public struct DialectKey: Hashable, Sendable {
     public var kind: String
     public var channel: ChannelID?
     public var serial: UInt64
@@ -71,17 +72,11 @@ public struct WorkID: Hashable, Sendable {
     }
 }
 
+/// Identifies one piece of asynchronous work a machine asked the engine to run.
+public typealias WorkID = DialectKey
+
 /// Names a dialect timer. Starting a timer with a key that is already running restarts it.
-public struct TimerKey: Hashable, Sendable {
-    public var kind: String
-    public var channel: ChannelID?
-    public var serial: UInt64
-    public init(kind: String, channel: ChannelID? = nil, serial: UInt64 = 0) {
-        self.kind = kind
-        self.channel = channel
-        self.serial = serial
-    }
-}
+public typealias TimerKey = DialectKey
 
 /// A message the app sends on a channel.
 public struct OutgoingMessage: Sendable, Hashable {

@@ -341,6 +341,13 @@ struct SessionCore: Sendable {
         }
     }
 
+    /// The error for a send that does not fit the bounded buffer, or `nil` when it fits.
+    private func bufferFull(for channel: ChannelID) -> RealtimeError? {
+        guard bufferedCount >= sendBufferLimit else { return nil }
+        return RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
+                             context: .init(channel: channel))
+    }
+
     private func canSendNow(on channel: ChannelID) -> Bool {
         guard handshakeDone, case .subscribed = channels[channel]?.state else { return false }
         return true
@@ -362,9 +369,7 @@ struct SessionCore: Sendable {
             effects.append(.complete { completion(.success(())) })
             return
         }
-        guard bufferedCount < sendBufferLimit else {
-            let error = RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
-                                      context: .init(channel: message.channel))
+        if let error = bufferFull(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
@@ -389,9 +394,7 @@ struct SessionCore: Sendable {
             runMachine(effects: &effects) { $0.handle(.request(message, id), actions: &$1) }
             return
         }
-        guard bufferedCount < sendBufferLimit else {
-            let error = RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
-                                      context: .init(channel: message.channel))
+        if let error = bufferFull(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
