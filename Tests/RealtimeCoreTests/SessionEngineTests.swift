@@ -436,4 +436,38 @@ struct SessionEngineTests {
         var eventIterator = events.makeAsyncIterator()
         #expect(await eventIterator.next()?.data == 42)
     }
+
+    @Test("a dialect's fail action ends the session at once, closing the connection")
+    func dialectFail() async throws {
+        let harness = EngineHarness()
+        try await harness.session.connect()
+        harness.peers[0].send([.text(#"{"t":"fatal"}"#), .text(#"{"t":"ev","name":"late"}"#)])
+        guard case .failed(let error) = harness.session.state else {
+            Issue.record("expected failed, got \(harness.session.state)")
+            return
+        }
+        #expect(error.code == .connectionRefused)
+        #expect(harness.peers[0].closeRequest?.code == 1000)
+        #expect(!harness.eventLog.contains { $0.name == "after-fail" || $0.name == "late" })
+        harness.clock.advance(by: .seconds(3600))
+        #expect(harness.peers.count == 1)
+    }
+
+    @Test("a transport failure with invalidArgument is terminal whatever the dialect says")
+    func invalidArgumentIsTerminal() async throws {
+        let transport = InMemoryTransport(autoAccept: false) { peer in
+            peer.fail(RealtimeError(.invalidArgument, "ws:// to a remote host needs the insecure opt-in"))
+        }
+        let clock = ManualClock()
+        let session = RealtimeSession(dialect: LineDialect(), transport: transport,
+                                      options: SessionOptions(delivery: .inline, clock: clock))
+        session.start()
+        guard case .failed(let error) = session.state else {
+            Issue.record("expected failed, got \(session.state)")
+            return
+        }
+        #expect(error.code == .invalidArgument)
+        clock.advance(by: .seconds(60))
+        #expect(transport.peers.count == 1)
+    }
 }

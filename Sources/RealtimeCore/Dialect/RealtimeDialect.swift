@@ -24,8 +24,8 @@ public protocol RealtimeDialect: Sendable {
     /// The request for connection attempt `attempt` (0 for the first 'connect', counting reconnects after).
     /// Asked again before every attempt, so credentials can be refreshed: return `.ready` when no
     /// asynchronous step is needed, `.deferred` to run one (a token provider) first. A deferred step that
-    /// throws fails the attempt; a `RealtimeError` whose code is `.connectionRefused` or
-    /// `.authorizationFailed` fails the session.
+    /// throws fails the attempt; a `RealtimeError` whose code is `.connectionRefused`,
+    /// `.authorizationFailed` or `.invalidArgument` fails the session.
     func connectionRequest(attempt: Int) -> ConnectionRequestPlan
 
     /// The transport to use, given the session's WebSocket transport. Dialects that carry their own
@@ -59,8 +59,9 @@ public struct RequestID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "#\(rawValue)" }
 }
 
-/// Identifies one piece of asynchronous work a machine asked the engine to run.
-public struct WorkID: Hashable, Sendable {
+/// Names something a machine started and will hear about later: a kind, optionally a channel, and a
+/// serial to tell repeats apart.
+public struct DialectKey: Hashable, Sendable {
     public var kind: String
     public var channel: ChannelID?
     public var serial: UInt64
@@ -71,17 +72,11 @@ public struct WorkID: Hashable, Sendable {
     }
 }
 
+/// Identifies one piece of asynchronous work a machine asked the engine to run.
+public typealias WorkID = DialectKey
+
 /// Names a dialect timer. Starting a timer with a key that is already running restarts it.
-public struct TimerKey: Hashable, Sendable {
-    public var kind: String
-    public var channel: ChannelID?
-    public var serial: UInt64
-    public init(kind: String, channel: ChannelID? = nil, serial: UInt64 = 0) {
-        self.kind = kind
-        self.channel = channel
-        self.serial = serial
-    }
-}
+public typealias TimerKey = DialectKey
 
 /// A message the app sends on a channel.
 public struct OutgoingMessage: Sendable, Hashable {
@@ -178,6 +173,9 @@ public enum DialectAction: Sendable {
     case perform(DialectWork)
     /// Closes the connection; the engine then asks `connectionEnded` how to go on.
     case close(code: Int, reason: String)
+    /// Ends the session for good: the engine closes the connection (code 1000), resets the machine
+    /// through `connectionEnded`, and fails the session with `error` without asking how to go on.
+    case fail(RealtimeError)
     /// Reports an error to the app's error observers without closing.
     case reportError(RealtimeError)
     /// Writes a log line (already free of secrets).
@@ -201,5 +199,7 @@ public protocol DialectMachine: Sendable {
     mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
                                actions: inout [DialectAction])
     /// The connection ended. Reset per-connection state and classify what happens next.
+    /// (Whatever the dialect answers, a transport failure with code `.invalidArgument` — a bad URL, `ws://`
+    /// to a remote host without the opt-in — is terminal: retrying the same request cannot help.)
     mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd
 }

@@ -18,7 +18,8 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
         case .initialized: "initialized"
         case .connecting: "connecting"
         case .connected: "connected"
-        case .reconnecting(let attempt, let delay): "reconnecting(attempt: \(attempt), delay: \(delay))"
+        case .reconnecting(let attempt, let delay):
+            "reconnecting(attempt: \(attempt), in \((delay.seconds * 1000).rounded() / 1000) s)"
         case .disconnected: "disconnected"
         case .failed(let error): "failed(\(error))"
         }

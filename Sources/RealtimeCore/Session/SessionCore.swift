@@ -183,8 +183,8 @@ struct SessionCore: Sendable {
                 effects.append(.log(.debug, "opening \(request.url.absoluteString)"))
                 effects.append(.open(connection: connection, request))
             case .failure(let error):
-                let end: ConnectionEnd = (error.code == .connectionRefused || error.code == .authorizationFailed)
-                    ? .terminal(error) : .backoff(minimum: .zero)
+                let terminalCodes: Set<RealtimeError.Code> = [.connectionRefused, .authorizationFailed, .invalidArgument]
+                let end: ConnectionEnd = terminalCodes.contains(error.code) ? .terminal(error) : .backoff(minimum: .zero)
                 lastEndDescription = error.description
                 phase = .idle
                 cancel(.handshake, effects: &effects)
@@ -341,6 +341,13 @@ struct SessionCore: Sendable {
         }
     }
 
+    /// The error for a send that does not fit the bounded buffer, or `nil` when it fits.
+    private func bufferFull(for channel: ChannelID) -> RealtimeError? {
+        guard bufferedCount >= sendBufferLimit else { return nil }
+        return RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
+                             context: .init(channel: channel))
+    }
+
     private func canSendNow(on channel: ChannelID) -> Bool {
         guard handshakeDone, case .subscribed = channels[channel]?.state else { return false }
         return true
@@ -362,9 +369,7 @@ struct SessionCore: Sendable {
             effects.append(.complete { completion(.success(())) })
             return
         }
-        guard bufferedCount < sendBufferLimit else {
-            let error = RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
-                                      context: .init(channel: message.channel))
+        if let error = bufferFull(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
@@ -389,9 +394,7 @@ struct SessionCore: Sendable {
             runMachine(effects: &effects) { $0.handle(.request(message, id), actions: &$1) }
             return
         }
-        guard bufferedCount < sendBufferLimit else {
-            let error = RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
-                                      context: .init(channel: message.channel))
+        if let error = bufferFull(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
@@ -448,7 +451,10 @@ struct SessionCore: Sendable {
     }
 
     private mutating func connectionEnded(_ closure: TransportClosure, effects: inout [EngineEffect]) {
-        let end = machine.connectionEnded(closure)
+        var end = machine.connectionEnded(closure)
+        if case .failed(let error) = closure.kind, error.code == .invalidArgument {
+            end = .terminal(error)   // a request that cannot be made will not work next time either
+        }
         lastEndDescription = Self.describe(closure)
         effects.append(.log(.info, "connection ended: \(lastEndDescription)"))
         phase = .idle
@@ -744,6 +750,11 @@ struct SessionCore: Sendable {
                 effects.append(.work(connection: connection, work))
             case .close(let code, let reason):
                 effects.append(.close(connection: connection, code: code, reason: reason))
+            case .fail(let error):
+                lastEndDescription = error.description
+                endConnectionLocally(TransportClosure(.closedLocally(code: 1000, reason: "")), effects: &effects)
+                fail(error, effects: &effects)
+                return
             case .reportError(let error):
                 effects.append(.deliver(.error(error)))
             case .log(let level, let message):

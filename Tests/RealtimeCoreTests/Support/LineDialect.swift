@@ -72,6 +72,9 @@ struct LineMachine: DialectMachine {
             if let id = json["id"]?.integerValue, let request = requestIDs.removeValue(forKey: id) {
                 actions.append(.resolveRequest(request, .success(json["args"]?.arrayValue ?? [])))
             }
+        case "fatal":
+            actions.append(.fail(RealtimeError(.connectionRefused, "the server said fatal")))
+            actions.append(.deliver(RealtimeEvent(channel: nil, name: "after-fail", data: .null)))
         case "bye":
             actions.append(.close(code: Int(json["code"]?.integerValue ?? 1000), reason: "bye"))
         default:

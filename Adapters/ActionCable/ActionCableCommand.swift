@@ -1,0 +1,71 @@
+import RealtimeCore
+
+/// Client → server commands. `identifier` and `data` are JSON *strings* on the wire: Rails answers an
+/// object in `data` with a server-side TypeError and no reply.
+enum ActionCableCommand {
+    static func subscribe(_ identifier: String) -> TransportFrame {
+        .text(JSONValue.object(["command": "subscribe", "identifier": .string(identifier)]).serialized())
+    }
+
+    static func unsubscribe(_ identifier: String) -> TransportFrame {
+        .text(JSONValue.object(["command": "unsubscribe", "identifier": .string(identifier)]).serialized())
+    }
+
+    static func message(_ identifier: String, data: [String: JSONValue]) -> TransportFrame {
+        .text(JSONValue.object(["command": "message", "identifier": .string(identifier),
+                                "data": .string(JSONValue.object(data).serialized())]).serialized())
+    }
+
+    /// The `data` object of a `message` command: `action` (the event name) merged with the members of the
+    /// single object argument.
+    ///
+    /// - An empty event name sends no `action`, so Rails calls the channel's `receive(data)`.
+    /// - No argument (or `null`) sends `{"action": event}` alone.
+    /// - Anything but one object (a string, an array, two arguments) throws `.invalidArgument`, as does an
+    ///   object with its own `action` member when the event name already gives one.
+    static func actionData(for message: OutgoingMessage) throws(RealtimeError) -> [String: JSONValue] {
+        var data: [String: JSONValue]
+        switch message.arguments.count {
+        case 0:
+            data = [:]
+        case 1:
+            switch message.arguments[0] {
+            case .null: data = [:]
+            case .object(let members): data = members
+            default:
+                throw RealtimeError(.invalidArgument,
+                                    "Action Cable sends a JSON object as an action's data, not \(kind(of: message.arguments[0]))",
+                                    context: .init(channel: message.channel, detail: message.event))
+            }
+        default:
+            throw RealtimeError(.invalidArgument,
+                                "Action Cable sends one data object per action, not \(message.arguments.count) arguments",
+                                context: .init(channel: message.channel, detail: message.event))
+        }
+        if data.values.contains(where: \.containsBinary) {
+            throw RealtimeError(.invalidArgument, "Action Cable data cannot carry binary values",
+                                context: .init(channel: message.channel, detail: message.event))
+        }
+        if !message.event.isEmpty {
+            guard data["action"] == nil else {
+                throw RealtimeError(.invalidArgument,
+                                    "the data has its own 'action'; the event name '\(message.event)' is the action",
+                                    context: .init(channel: message.channel, detail: message.event))
+            }
+            data["action"] = .string(message.event)
+        }
+        return data
+    }
+
+    private static func kind(of value: JSONValue) -> String {
+        switch value {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .integer, .double: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        case .binary: return "binary data"
+        }
+    }
+}

@@ -1,0 +1,312 @@
+import RealtimeCore
+
+/// The Action Cable state machine for one session: frames and commands in, ``DialectAction``s out.
+///
+/// - `welcome` makes the session connected; the engine then subscribes every channel it holds.
+/// - Every subscription is keyed by its identifier string, built once; incoming frames are routed by
+///   that exact string and broadcasts are delivered while the subscription is still pending.
+/// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`.
+/// - A `subscribe` right after an `unsubscribe` of the same identifier waits one guarantor interval,
+///   because Rails may run the two out of order and lose the subscribe.
+public struct ActionCableMachine: DialectMachine {
+    private enum Phase: Equatable {
+        /// Waiting for the settle delay after an `unsubscribe` of the same identifier.
+        case settling
+        /// `subscribe` sent `attempts` times, no answer yet.
+        case pending(attempts: Int)
+        case confirmed
+    }
+
+    private struct Subscription {
+        var channel: ChannelID
+        var phase: Phase
+    }
+
+    private let guarantor: ActionCableDialect.SubscriptionGuarantor
+    private let liveness: LivenessRule
+    private let restartDelay: Duration
+
+    /// Subscriptions of the current connection, by identifier.
+    private var subscriptions: [String: Subscription] = [:]
+    /// Identifiers built so far; they never change for a channel.
+    private var identifiers: [ChannelID: String] = [:]
+    /// Identifiers unsubscribed on this connection less than one guarantor interval ago.
+    private var settling: Set<String> = []
+    private var welcomed = false
+    /// How the connection must end, decided by a frame (`disconnect`) or the handshake (subprotocol).
+    private var decidedEnd: ConnectionEnd?
+
+    init(guarantor: ActionCableDialect.SubscriptionGuarantor, liveness: LivenessRule, restartDelay: Duration) {
+        self.guarantor = guarantor
+        self.liveness = liveness
+        self.restartDelay = restartDelay
+    }
+
+    // MARK: Connection
+
+    public mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction]) {
+        guard info.subprotocol == ActionCableDialect.protocolName else {
+            let selected = info.subprotocol.map { "'\($0)'" } ?? "none"
+            let error = RealtimeError(.handshakeInvalid,
+                                      "the server does not speak \(ActionCableDialect.protocolName) (selected: \(selected))",
+                                      context: .init(detail: "subprotocol \(selected)"))
+            decidedEnd = .terminal(error)
+            actions.append(.log(.error, error.message))
+            actions.append(.close(code: 1000, reason: "unsupported protocol"))
+            return
+        }
+    }
+
+    public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
+        let end = decidedEnd ?? Self.classify(closure)
+        subscriptions = [:]
+        settling = []
+        welcomed = false
+        decidedEnd = nil
+        return end
+    }
+
+    /// How a connection that ended without a `disconnect` frame goes on.
+    static func classify(_ closure: TransportClosure) -> ConnectionEnd {
+        guard case .failed(let error) = closure.kind else {
+            // A bare close (Rails 6.1/7.0 remote disconnect), a drop or a silent link: back off.
+            return .backoff(minimum: .zero)
+        }
+        switch error.code {
+        case .invalidArgument:
+            return .terminal(error)
+        case .handshakeRejected:
+            guard let status = error.context.httpStatus, (400..<500).contains(status),
+                  status != 408, status != 429 else { return .backoff(minimum: .zero) }
+            guard status == 404 else { return .terminal(error) }
+            var explained = error
+            explained.message = "Action Cable refused the upgrade with HTTP 404: the Origin "
+                + "is not in allowed_request_origins, or the path is not the cable mount"
+            return .terminal(explained)
+        default:
+            return .backoff(minimum: .zero)
+        }
+    }
+
+    // MARK: Frames
+
+    public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
+        guard case .text(let text) = frame else {
+            actions.append(.reportError(RealtimeError(.protocolViolation, "Action Cable sent a binary frame")))
+            return
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(text)
+        } catch {
+            actions.append(.reportError(RealtimeError(.invalidJSON, "Action Cable sent a frame that is not JSON",
+                                                      context: .init(offset: error.context.offset,
+                                                                     detail: String(text.prefix(120))))))
+            return
+        }
+        guard case .object(let members) = json else {
+            actions.append(.reportError(RealtimeError(.protocolViolation, "Action Cable sent a frame that is not an object",
+                                                      context: .init(serverPayload: json))))
+            return
+        }
+        // Frames are told apart by `type` alone: a broadcast's `message` may be a bare number, like a ping's.
+        switch members["type"] {
+        case .string("ping"):
+            return
+        case .string("welcome"):
+            welcome(members, actions: &actions)
+        case .string("confirm_subscription"):
+            confirm(members["identifier"]?.stringValue, actions: &actions)
+        case .string("reject_subscription"):
+            reject(members["identifier"]?.stringValue, frame: json, actions: &actions)
+        case .string("disconnect"):
+            disconnect(members, frame: json, actions: &actions)
+        case nil, .null?:
+            broadcast(members, text: text, actions: &actions)
+        case let other?:
+            actions.append(.log(.debug, "ignored an Action Cable frame of type \(other.serialized())"))
+        }
+    }
+
+    private mutating func welcome(_ members: [String: JSONValue], actions: inout [DialectAction]) {
+        guard !welcomed else { return }
+        welcomed = true
+        actions.append(.liveness(liveness))
+        actions.append(.connected(id: members["sid"]?.stringValue))
+    }
+
+    private mutating func confirm(_ identifier: String?, actions: inout [DialectAction]) {
+        guard let identifier, var subscription = subscriptions[identifier] else {
+            actions.append(.log(.debug, "confirm_subscription for an identifier this session does not hold"))
+            return
+        }
+        // A confirm while settling answers the subscribe that came before the unsubscribe: not ours.
+        guard case .pending = subscription.phase else { return }
+        subscription.phase = .confirmed
+        subscriptions[identifier] = subscription
+        actions.append(.cancelTimer(Self.guarantorTimer(subscription.channel)))
+        actions.append(.subscribed(subscription.channel, recovered: nil))
+    }
+
+    private mutating func reject(_ identifier: String?, frame: JSONValue, actions: inout [DialectAction]) {
+        guard let identifier, let subscription = subscriptions[identifier], subscription.phase != .settling else {
+            actions.append(.log(.debug, "reject_subscription for an identifier this session does not hold"))
+            return
+        }
+        subscriptions[identifier] = nil
+        actions.append(.cancelTimer(Self.guarantorTimer(subscription.channel)))
+        actions.append(.subscriptionFailed(subscription.channel, RealtimeError(
+            .subscriptionRejected, "the server rejected the subscription to \(subscription.channel)",
+            context: .init(serverPayload: frame, channel: subscription.channel))))
+    }
+
+    private mutating func disconnect(_ members: [String: JSONValue], frame: JSONValue,
+                                     actions: inout [DialectAction]) {
+        let reason = members["reason"]?.stringValue
+        let reconnect = members["reconnect"]?.boolValue
+        let end: ConnectionEnd
+        switch (reason, reconnect) {
+        case ("unauthorized"?, _), ("invalid_request"?, _):
+            end = .terminal(RealtimeError(.connectionRefused,
+                                          "the server refused the connection (\(reason ?? ""))",
+                                          context: .init(serverPayload: frame, detail: reason)))
+        case (_, false?):
+            end = .terminal(RealtimeError(.connectionClosed,
+                                          "the server closed the connection and asked not to reconnect"
+                                            + (reason.map { " (\($0))" } ?? ""),
+                                          context: .init(serverPayload: frame, detail: reason)))
+        default:
+            // `reconnect: true` (server_restart, remote), or a reason this version does not know.
+            end = .backoff(minimum: reason == "server_restart" ? restartDelay : .zero)
+        }
+        decidedEnd = end
+        actions.append(.log(.info, "Action Cable disconnect: reason \(reason ?? "none"), reconnect \(reconnect.map(String.init) ?? "unset")"))
+        actions.append(.close(code: 1000, reason: "server asked to disconnect"))
+    }
+
+    private func broadcast(_ members: [String: JSONValue], text: String, actions: inout [DialectAction]) {
+        guard let identifier = members["identifier"]?.stringValue, let message = members["message"] else {
+            actions.append(.reportError(RealtimeError(
+                .protocolViolation, "Action Cable sent a frame with neither a type nor an identifier and message",
+                context: .init(serverPayload: .object(members)))))
+            return
+        }
+        guard let subscription = subscriptions[identifier] else {
+            actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
+            return
+        }
+        let raw = RawMemberScanner.value(of: "message", in: text).map(String.init) ?? message.serialized()
+        actions.append(.deliver(RealtimeEvent(channel: subscription.channel, name: "message", data: message,
+                                              rawData: raw)))
+    }
+
+    // MARK: Commands
+
+    public mutating func handle(_ command: DialectCommand, actions: inout [DialectAction]) {
+        switch command {
+        case .subscribe(let channel):
+            subscribe(channel, actions: &actions)
+        case .unsubscribe(let channel):
+            unsubscribe(channel, actions: &actions)
+        case .send(let message):
+            send(message, actions: &actions)
+        case .request(_, let id):
+            actions.append(.resolveRequest(id, .failure(.unsupported("acknowledgements"))))
+        case .custom(let name, _, let id):
+            actions.append(.resolveRequest(id, .failure(.unsupported("the command '\(name)'"))))
+        case .cancelRequest, .acknowledge:
+            return
+        }
+    }
+
+    private mutating func identifier(for channel: ChannelID) throws(RealtimeError) -> String {
+        if let known = identifiers[channel] { return known }
+        let made = try ActionCableIdentifier.make(for: channel)
+        identifiers[channel] = made
+        return made
+    }
+
+    private mutating func subscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
+        let identifier: String
+        do {
+            identifier = try self.identifier(for: channel)
+        } catch {
+            actions.append(.subscriptionFailed(channel, error))
+            return
+        }
+        if subscriptions[identifier] != nil { return }
+        if settling.contains(identifier) {
+            subscriptions[identifier] = Subscription(channel: channel, phase: .settling)
+            return
+        }
+        sendSubscribe(identifier, channel: channel, attempts: 1, actions: &actions)
+    }
+
+    private mutating func sendSubscribe(_ identifier: String, channel: ChannelID, attempts: Int,
+                                        actions: inout [DialectAction]) {
+        subscriptions[identifier] = Subscription(channel: channel, phase: .pending(attempts: attempts))
+        actions.append(.send(ActionCableCommand.subscribe(identifier)))
+        actions.append(.startTimer(Self.guarantorTimer(channel), after: guarantor.interval))
+    }
+
+    private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
+        guard let identifier = identifiers[channel],
+              let subscription = subscriptions.removeValue(forKey: identifier) else { return }
+        actions.append(.cancelTimer(Self.guarantorTimer(channel)))
+        // Still settling: its subscribe never went out, so there is nothing to undo.
+        guard subscription.phase != .settling else { return }
+        actions.append(.send(ActionCableCommand.unsubscribe(identifier)))
+        startSettling(identifier, channel: channel, actions: &actions)
+    }
+
+    private mutating func startSettling(_ identifier: String, channel: ChannelID, actions: inout [DialectAction]) {
+        settling.insert(identifier)
+        actions.append(.startTimer(Self.settleTimer(channel), after: guarantor.interval))
+    }
+
+    private mutating func send(_ message: OutgoingMessage, actions: inout [DialectAction]) {
+        do {
+            let identifier = try identifier(for: message.channel)
+            let data = try ActionCableCommand.actionData(for: message)
+            actions.append(.send(ActionCableCommand.message(identifier, data: data)))
+        } catch {
+            // `validate` refuses these at the call site; this only guards direct use of the machine.
+            actions.append(.reportError(error))
+        }
+    }
+
+    // MARK: Timers
+
+    static func guarantorTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: "actioncable.guarantor", channel: channel) }
+    static func settleTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: "actioncable.settle", channel: channel) }
+
+    public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {
+        guard let channel = key.channel, let identifier = identifiers[channel] else { return }
+        switch key.kind {
+        case "actioncable.guarantor":
+            guard let subscription = subscriptions[identifier],
+                  case .pending(let attempts) = subscription.phase else { return }
+            if attempts >= guarantor.maximumAttempts {
+                subscriptions[identifier] = nil
+                // Take back the last subscribe in case the server handles it after all.
+                actions.append(.send(ActionCableCommand.unsubscribe(identifier)))
+                startSettling(identifier, channel: channel, actions: &actions)
+                actions.append(.subscriptionFailed(channel, RealtimeError(
+                    .timedOut, "no answer to \(attempts) subscribe commands for \(channel)",
+                    context: .init(channel: channel, detail: identifier))))
+            } else {
+                sendSubscribe(identifier, channel: channel, attempts: attempts + 1, actions: &actions)
+            }
+        case "actioncable.settle":
+            settling.remove(identifier)
+            if let subscription = subscriptions[identifier], subscription.phase == .settling {
+                sendSubscribe(identifier, channel: subscription.channel, attempts: 1, actions: &actions)
+            }
+        default:
+            return
+        }
+    }
+
+    public mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
+                                      actions: inout [DialectAction]) {}
+}

@@ -1,0 +1,220 @@
+import Foundation
+import RealtimeCore
+
+/// The Socket.IO v5 dialect over Engine.IO v4: namespaces are channels, `request` uses acks, binary
+/// values (`JSONValue.binary`) travel as attachments.
+///
+/// ```swift
+/// let session = RealtimeSession(dialect: .socketIO(url: URL(string: "https://api.example.com")!,
+///                                                  auth: ["token": "…"]))
+/// let chat = session.channel("/chat")
+/// ```
+public struct SocketIODialect: RealtimeDialect {
+    /// How the Engine.IO connection is carried.
+    public enum Transport: Sendable, Hashable {
+        /// One Engine.IO packet per WebSocket message.
+        case websocket
+        /// HTTP long-polling: a pending GET receives, a POST sends.
+        case polling
+    }
+
+    /// Bounds that protect the session from a misbehaving server.
+    public struct Limits: Sendable, Hashable {
+        /// Attachments allowed in one packet, both ways (the JS parser's `maxAttachments`).
+        public var maximumAttachments: Int
+        /// Total attachment bytes allowed in one received packet.
+        public var maximumAttachmentBytes: Int
+        /// Events kept per namespace while its CONNECT ack is still on its way.
+        public var maximumEventsBeforeConnect: Int
+        /// Server ack requests per namespace that the app has not answered yet.
+        public var maximumUnansweredServerAcks: Int
+
+        public init(maximumAttachments: Int = 10, maximumAttachmentBytes: Int = 100_000_000,
+                    maximumEventsBeforeConnect: Int = 1_000, maximumUnansweredServerAcks: Int = 10_000) {
+            self.maximumAttachments = maximumAttachments
+            self.maximumAttachmentBytes = maximumAttachmentBytes
+            self.maximumEventsBeforeConnect = maximumEventsBeforeConnect
+            self.maximumUnansweredServerAcks = maximumUnansweredServerAcks
+        }
+    }
+
+    /// The server's base URL (`http`, `https`, `ws` or `wss`). A path other than `/` names the default
+    /// namespace, as in the JS client (`https://host/admin` joins `/admin`).
+    public var url: URL
+    /// The Engine.IO path on the server.
+    public var path: String
+    /// The CONNECT payload for every namespace; `nil` sends none.
+    public var auth: SocketIOAuth?
+    /// Extra headers on the WebSocket upgrade and on every polling request.
+    public var headers: [HTTPHeader]
+    /// Extra query items on the connection URL.
+    public var queryItems: [URLQueryItem]
+    /// `[.websocket]`, `[.polling]`, or `[.polling, .websocket]` to start on polling and upgrade.
+    public var transports: [Transport]
+    /// The session's reconnect policy unless `SessionOptions.reconnectPolicy` overrides it.
+    public var reconnectPolicy: ReconnectPolicy
+    /// Time allowed for the transport to open and the Engine.IO handshake to arrive.
+    public var connectTimeout: Duration
+    /// Namespaces joined as soon as the session connects.
+    public var defaultNamespaces: [ChannelID]
+    public var limits: Limits
+    /// Permits `ws://`/`http://` to a host that is not loopback.
+    public var allowsInsecureTransportToRemoteHosts: Bool
+
+    /// The JS client's defaults: 1 s, doubling, capped at 5 s, randomization 0.5, no attempt limit.
+    public static let defaultReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2,
+                                                               maximumDelay: .seconds(5),
+                                                               jitter: .proportional(0.5))
+
+    /// A dialect for the server at `url`; see ``RealtimeDialect/socketIO(url:path:auth:headers:queryItems:transports:reconnectPolicy:connectTimeout:defaultNamespaces:limits:)``.
+    public init(url: URL, path: String = "/socket.io/", auth: SocketIOAuth? = nil, headers: [HTTPHeader] = [],
+                queryItems: [URLQueryItem] = [], transports: [Transport] = [.websocket],
+                reconnectPolicy: ReconnectPolicy = SocketIODialect.defaultReconnectPolicy,
+                connectTimeout: Duration = .seconds(20), defaultNamespaces: [ChannelID]? = nil,
+                limits: Limits = Limits(), allowsInsecureTransportToRemoteHosts: Bool = false) {
+        self.url = url
+        self.path = path
+        self.auth = auth
+        self.headers = headers
+        self.queryItems = queryItems
+        self.transports = transports.isEmpty ? [.websocket] : transports
+        self.reconnectPolicy = reconnectPolicy
+        self.connectTimeout = connectTimeout
+        if let defaultNamespaces {
+            self.defaultNamespaces = defaultNamespaces
+        } else {
+            let urlPath = url.path
+            self.defaultNamespaces = [ChannelID(urlPath.isEmpty || urlPath == "/" ? "/" : urlPath)]
+        }
+        self.limits = limits
+        self.allowsInsecureTransportToRemoteHosts = allowsInsecureTransportToRemoteHosts
+    }
+
+    /// `"socket.io"`.
+    public var name: String { "socket.io" }
+
+    /// ``defaultNamespaces``: `/` unless configured otherwise.
+    public var defaultChannels: [ChannelID] { defaultNamespaces }
+
+    /// A fresh ``SocketIOMachine``.
+    public func makeMachine() -> SocketIOMachine {
+        SocketIOMachine(auth: auth, limits: limits, handshakeTimeout: connectTimeout)
+    }
+
+    /// The transport the connection starts on.
+    var initialTransport: Transport { transports.first ?? .websocket }
+
+    /// `true` when the session starts on polling and upgrades to WebSocket.
+    var upgrades: Bool { initialTransport == .polling && transports.contains(.websocket) }
+
+    /// `…/socket.io/?EIO=4&transport=websocket` (or `transport=polling`) plus the extra query items and
+    /// headers. Auth is not part of it: Socket.IO v5 sends it in each namespace CONNECT.
+    public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
+        do throws(RealtimeError) {
+            return .ready(try makeConnectionRequest())
+        } catch {
+            return .deferred { throw error }
+        }
+    }
+
+    /// The connection request, without the async wrapper (its inputs are all static configuration).
+    func makeConnectionRequest() throws(RealtimeError) -> ConnectionRequest {
+        let websocket = initialTransport == .websocket
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+              let scheme = components.scheme?.lowercased(), components.host?.isEmpty == false else {
+            throw RealtimeError(.invalidArgument, "Socket.IO URL needs a scheme and a host",
+                                context: .init(detail: url.absoluteString))
+        }
+        let secure: Bool
+        switch scheme {
+        case "https", "wss": secure = true
+        case "http", "ws": secure = false
+        default:
+            throw RealtimeError(.invalidArgument, "Socket.IO URL scheme must be http, https, ws or wss",
+                                context: .init(detail: scheme))
+        }
+        components.scheme = websocket ? (secure ? "wss" : "ws") : (secure ? "https" : "http")
+        var enginePath = path.hasPrefix("/") ? path : "/" + path
+        if !enginePath.hasSuffix("/") { enginePath += "/" }
+        components.path = enginePath
+        var items = queryItems.filter { $0.name != "EIO" && $0.name != "transport" && $0.name != "sid" }
+        items.append(URLQueryItem(name: "EIO", value: "4"))
+        items.append(URLQueryItem(name: "transport", value: websocket ? "websocket" : "polling"))
+        components.queryItems = items
+        components.fragment = nil
+        guard let requestURL = components.url else {
+            throw RealtimeError(.invalidArgument, "cannot build the Socket.IO URL", context: .init(detail: url.absoluteString))
+        }
+        return ConnectionRequest(url: requestURL, headers: headers, connectTimeout: connectTimeout,
+                                 allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts)
+    }
+
+    /// `base` for WebSocket sessions; for polling, an Engine.IO long-polling transport over `URLSession`
+    /// that upgrades to `base` when `transports` is `[.polling, .websocket]`.
+    public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport {
+        switch initialTransport {
+        case .websocket: return base
+        case .polling: return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil)
+        }
+    }
+
+    /// Event names the Socket.IO client keeps for itself.
+    public static let reservedEventNames: Set<String> = [
+        "connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener",
+    ]
+
+    /// Refuses reserved event names (`.invalidArgument`) and more attachments than the limit (`.limitExceeded`).
+    public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
+        if Self.reservedEventNames.contains(message.event) {
+            return RealtimeError(.invalidArgument, "\"\(message.event)\" is a reserved Socket.IO event name",
+                                 context: .init(channel: message.channel))
+        }
+        let attachments = message.arguments.reduce(0) { $0 + BinaryAttachments.count(in: $1) }
+        if attachments > limits.maximumAttachments {
+            return RealtimeError(.limitExceeded,
+                                 "\(attachments) binary attachments, more than the limit of \(limits.maximumAttachments)",
+                                 context: .init(channel: message.channel))
+        }
+        return nil
+    }
+}
+
+extension RealtimeDialect where Self == SocketIODialect {
+    /// A Socket.IO v5 server (Engine.IO v4).
+    ///
+    /// - Parameters:
+    ///   - url: The server, e.g. `https://api.example.com`; a path names the default namespace.
+    ///   - path: The Engine.IO path (`/socket.io/`).
+    ///   - auth: The CONNECT payload, as a value or a provider re-run before every namespace CONNECT.
+    ///   - headers: Extra headers for the upgrade and polling requests.
+    ///   - queryItems: Extra query items.
+    ///   - transports: `[.websocket]` (default), `[.polling]`, or `[.polling, .websocket]` to upgrade.
+    ///   - reconnectPolicy: Defaults to the JS client's (1 s ×2 up to 5 s, randomization 0.5).
+    ///   - connectTimeout: Time for the transport and Engine.IO handshake (20 s, as in JS).
+    ///   - defaultNamespaces: Namespaces joined on connect; `nil` means `/` (or the URL's path).
+    ///   - limits: Attachment and buffering bounds.
+    public static func socketIO(url: URL, path: String = "/socket.io/", auth: SocketIOAuth? = nil,
+                                headers: [HTTPHeader] = [], queryItems: [URLQueryItem] = [],
+                                transports: [SocketIODialect.Transport] = [.websocket],
+                                reconnectPolicy: ReconnectPolicy = SocketIODialect.defaultReconnectPolicy,
+                                connectTimeout: Duration = .seconds(20), defaultNamespaces: [ChannelID]? = nil,
+                                limits: SocketIODialect.Limits = .init()) -> SocketIODialect {
+        SocketIODialect(url: url, path: path, auth: auth, headers: headers, queryItems: queryItems,
+                        transports: transports, reconnectPolicy: reconnectPolicy, connectTimeout: connectTimeout,
+                        defaultNamespaces: defaultNamespaces, limits: limits)
+    }
+}
+
+/// The payload sent with every namespace CONNECT.
+public enum SocketIOAuth: Sendable, ExpressibleByDictionaryLiteral {
+    /// The same payload every time (normally an object such as `["token": "…"]`).
+    case value(JSONValue)
+    /// Asked again before every namespace CONNECT, on the first connection and after every reconnect,
+    /// so expiring tokens can be refreshed. Throwing refuses that namespace with `.authorizationFailed`.
+    case provider(@Sendable (_ namespace: ChannelID) async throws -> JSONValue)
+
+    /// `["token": "…"]` is `.value(.object(["token": "…"]))`.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .value(.object(Dictionary(elements, uniquingKeysWith: { _, last in last })))
+    }
+}

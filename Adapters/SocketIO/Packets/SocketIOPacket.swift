@@ -1,0 +1,231 @@
+import Foundation
+import RealtimeCore
+
+/// One Socket.IO v5 packet, with binary attachments already restored into `payload` as `.binary`.
+///
+/// Wire form: `<type>[<attachments>-][<namespace>,][<ack id>][<JSON>]`, carried in an Engine.IO
+/// `message` packet; attachments follow as binary messages.
+package struct SocketIOPacket: Sendable, Hashable {
+    package enum Kind: UInt8, Sendable, Hashable {
+        case connect = 0
+        case disconnect = 1
+        case event = 2
+        case ack = 3
+        case connectError = 4
+        case binaryEvent = 5
+        case binaryAck = 6
+
+        var isBinary: Bool { self == .binaryEvent || self == .binaryAck }
+    }
+
+    package var kind: Kind
+    /// `/` for the main namespace.
+    package var namespace: String
+    package var id: Int64?
+    package var payload: JSONValue?
+    /// The JSON text as it arrived (placeholders in place of attachments); `nil` for packets built here.
+    package var rawJSON: String?
+
+    package init(kind: Kind, namespace: String = "/", id: Int64? = nil, payload: JSONValue? = nil,
+                 rawJSON: String? = nil) {
+        self.kind = kind
+        self.namespace = namespace
+        self.id = id
+        self.payload = payload
+        self.rawJSON = rawJSON
+    }
+
+    /// The Engine.IO frames for this packet: one text message, then one binary message per attachment.
+    /// EVENT and ACK become BINARY_EVENT and BINARY_ACK when the payload holds `.binary` values.
+    package func encoded() -> [TransportFrame] {
+        var attachments: [Data] = []
+        let json = payload.map { BinaryAttachments.deconstruct($0, into: &attachments) }
+        var kind = self.kind
+        if !attachments.isEmpty {
+            if kind == .event { kind = .binaryEvent }
+            if kind == .ack { kind = .binaryAck }
+        } else {
+            if kind == .binaryEvent { kind = .event }
+            if kind == .binaryAck { kind = .ack }
+        }
+        var text = "4"
+        text.unicodeScalars.append(UnicodeScalar(UInt8(ascii: "0") + kind.rawValue))
+        if kind.isBinary { text += "\(attachments.count)-" }
+        if namespace != "/" { text += namespace + "," }
+        if let id { text += String(id) }
+        if let json { text += json.serialized() }
+        return [.text(text)] + attachments.map(TransportFrame.binary)
+    }
+
+    /// The event name and arguments of an EVENT or BINARY_EVENT (numbers as names are accepted).
+    package var eventNameAndArguments: (name: String, arguments: [JSONValue])? {
+        guard kind == .event || kind == .binaryEvent, case .array(let elements) = payload,
+              let first = elements.first else { return nil }
+        switch first {
+        case .string(let name): return (name, Array(elements.dropFirst()))
+        case .integer(let number): return (String(number), Array(elements.dropFirst()))
+        case .double(let number): return ("\(number)", Array(elements.dropFirst()))
+        default: return nil
+        }
+    }
+}
+
+/// The header of a packet whose attachments may still be on their way.
+package struct SocketIOPacketHeader: Sendable, Hashable {
+    package var kind: SocketIOPacket.Kind
+    package var attachments: Int
+    package var namespace: String
+    package var id: Int64?
+    package var json: String?
+
+    /// Parses the Socket.IO text (the Engine.IO `message` payload, without its `4`).
+    package init(parsing text: String, maximumAttachments: Int) throws(RealtimeError) {
+        let bytes = text.utf8
+        var index = bytes.startIndex
+        func violation(_ message: String) -> RealtimeError {
+            RealtimeError(.protocolViolation, message, context: .init(detail: String(text.prefix(64))))
+        }
+        guard index < bytes.endIndex, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "6"),
+              let kind = SocketIOPacket.Kind(rawValue: bytes[index] - UInt8(ascii: "0")) else {
+            throw violation("unknown Socket.IO packet type")
+        }
+        self.kind = kind
+        index = bytes.index(after: index)
+
+        attachments = 0
+        if kind.isBinary {
+            var count = 0
+            var digits = 0
+            while index < bytes.endIndex, bytes[index] != UInt8(ascii: "-") {
+                let byte = bytes[index]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 6 else {
+                    throw violation("bad attachment count")
+                }
+                count = count * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                index = bytes.index(after: index)
+            }
+            guard index < bytes.endIndex, digits > 0 else { throw violation("bad attachment count") }
+            guard count <= maximumAttachments else {
+                throw RealtimeError(.limitExceeded,
+                                    "packet announces \(count) attachments, more than the limit of \(maximumAttachments)")
+            }
+            attachments = count
+            index = bytes.index(after: index)
+        }
+
+        namespace = "/"
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "/") {
+            let start = index
+            while index < bytes.endIndex, bytes[index] != UInt8(ascii: ",") { index = bytes.index(after: index) }
+            namespace = String(text[start..<index])
+            if index < bytes.endIndex { index = bytes.index(after: index) }
+        }
+
+        id = nil
+        let digitsStart = index
+        var ackID: Int64 = 0
+        while index < bytes.endIndex, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            let (product, overflow1) = ackID.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = product.addingReportingOverflow(Int64(bytes[index] - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { throw violation("ack id out of range") }
+            ackID = sum
+            index = bytes.index(after: index)
+        }
+        if index != digitsStart { id = ackID }
+
+        json = index < bytes.endIndex ? String(text[index...]) : nil
+    }
+}
+
+/// Decodes Socket.IO packets from the Engine.IO `message` stream, reassembling binary packets.
+package struct SocketIOPacketDecoder: Sendable {
+    package var maximumAttachments: Int
+    package var maximumAttachmentBytes: Int
+    private var pending: (header: SocketIOPacketHeader, payload: JSONValue, attachments: [Data], bytes: Int)?
+
+    package init(maximumAttachments: Int = 10, maximumAttachmentBytes: Int = 100_000_000) {
+        self.maximumAttachments = maximumAttachments
+        self.maximumAttachmentBytes = maximumAttachmentBytes
+    }
+
+    /// `true` while a binary packet waits for attachments.
+    package var isReassembling: Bool { pending != nil }
+
+    /// Forgets a half-received packet (the connection ended).
+    package mutating func reset() { pending = nil }
+
+    /// Decodes the text of one `message` packet. Returns `nil` when the packet waits for attachments.
+    package mutating func receive(text: String) throws(RealtimeError) -> SocketIOPacket? {
+        guard pending == nil else {
+            pending = nil
+            throw RealtimeError(.protocolViolation, "text packet arrived while attachments were expected")
+        }
+        let header = try SocketIOPacketHeader(parsing: text, maximumAttachments: maximumAttachments)
+        var payload: JSONValue?
+        if let json = header.json {
+            do {
+                payload = try JSONValue.parse(json)
+            } catch {
+                throw RealtimeError(.protocolViolation, "Socket.IO packet payload is not JSON",
+                                    context: .init(offset: error.context.offset, detail: String(json.prefix(64))))
+            }
+        }
+        try Self.validate(header, payload)
+        if header.kind.isBinary, header.attachments > 0 {
+            pending = (header, payload ?? .null, [], 0)
+            return nil
+        }
+        return SocketIOPacket(kind: header.kind, namespace: header.namespace, id: header.id, payload: payload,
+                              rawJSON: header.json)
+    }
+
+    /// Takes one binary message. Returns the packet once its last attachment arrived.
+    package mutating func receive(binary data: Data) throws(RealtimeError) -> SocketIOPacket? {
+        guard var current = pending else {
+            throw RealtimeError(.protocolViolation, "binary message arrived with no binary packet pending")
+        }
+        current.bytes += data.count
+        guard current.bytes <= maximumAttachmentBytes else {
+            pending = nil
+            throw RealtimeError(.limitExceeded,
+                                "attachments exceed the limit of \(maximumAttachmentBytes) bytes per packet")
+        }
+        current.attachments.append(data)
+        guard current.attachments.count == current.header.attachments else {
+            pending = current
+            return nil
+        }
+        pending = nil
+        let payload = try BinaryAttachments.reconstruct(current.payload, attachments: current.attachments)
+        return SocketIOPacket(kind: current.header.kind, namespace: current.header.namespace,
+                              id: current.header.id, payload: payload, rawJSON: current.header.json)
+    }
+
+    private static func validate(_ header: SocketIOPacketHeader, _ payload: JSONValue?) throws(RealtimeError) {
+        let valid: Bool
+        switch header.kind {
+        case .connect:
+            valid = payload == nil || payload?.objectValue != nil
+        case .disconnect:
+            valid = payload == nil
+        case .connectError:
+            valid = payload?.objectValue != nil || payload?.stringValue != nil
+        case .event, .binaryEvent:
+            if case .array(let elements)? = payload, let first = elements.first {
+                switch first {
+                case .string, .integer, .double: valid = true
+                default: valid = false
+                }
+            } else {
+                valid = false
+            }
+        case .ack, .binaryAck:
+            valid = header.id != nil && payload?.arrayValue != nil
+        }
+        guard valid else {
+            throw RealtimeError(.protocolViolation, "invalid payload for Socket.IO packet type \(header.kind.rawValue)",
+                                context: .init(detail: header.json.map { String($0.prefix(64)) }))
+        }
+    }
+}

@@ -1,0 +1,316 @@
+import Foundation
+import RealtimeCore
+
+/// Engine.IO long-polling and the upgrade to WebSocket, as a pure state machine: inputs in, actions out.
+///
+/// It keeps at most one GET and one POST in flight, batches outgoing packets into POSTs within the
+/// server's `maxPayload`, and presents received packets as the same frames the WebSocket path yields.
+/// With an upgrade transport it probes a WebSocket with the same `sid` (`2probe` → `3probe`), waits
+/// for the in-flight requests to finish, sends `5` and moves every packet to the WebSocket.
+package struct EngineIOPolling: Sendable {
+    package struct HTTPResponse: Sendable, Hashable {
+        package var status: Int
+        package var body: Data
+        package init(status: Int, body: Data) {
+            self.status = status
+            self.body = body
+        }
+    }
+
+    package enum Input: Sendable {
+        case start
+        case getFinished(Result<HTTPResponse, RealtimeError>)
+        case postFinished(Result<HTTPResponse, RealtimeError>)
+        case send([TransportFrame])
+        case close(code: Int, reason: String)
+        case abort
+        case setReadingPaused(Bool)
+        case probe(TransportEvent)
+    }
+
+    package enum Action: Sendable {
+        /// Start a long-polling GET.
+        case get(URL, timeout: Duration)
+        /// Start a POST with this body.
+        case post(URL, body: Data, binary: Bool)
+        /// Stop caring about the HTTP requests in flight: their answers are ignored from now on.
+        case abandonRequests
+        /// Report to the session.
+        case event(TransportEvent)
+        /// Open the WebSocket probe.
+        case openProbe(ConnectionRequest)
+        case probeSend([TransportFrame])
+        case probeClose(code: Int, reason: String)
+        case probeAbort
+        case probeReadingPaused(Bool)
+    }
+
+    private enum Phase: Sendable {
+        case idle, handshaking, open, closed
+    }
+
+    private enum Upgrade: Sendable {
+        case unavailable
+        case opening
+        case probing
+        /// `3probe` arrived: no new requests; upgrade once the in-flight ones finish.
+        case pausing
+        case upgraded
+        case failed
+    }
+
+    private let request: ConnectionRequest
+    private let upgradeEnabled: Bool
+    private var phase: Phase = .idle
+    private var upgrade: Upgrade = .unavailable
+    private var handshake: EngineIOHandshake?
+    private var getInFlight = false
+    private var postInFlight = false
+    private var readingPaused = false
+    private var outbox: [TransportFrame] = []
+    private var requestSerial = 0
+
+    /// - Parameters:
+    ///   - request: the session's request, with an `http`/`https` URL ending in `transport=polling`.
+    ///   - upgrade: whether to try a WebSocket upgrade when the server offers one.
+    package init(request: ConnectionRequest, upgrade: Bool) {
+        self.request = request
+        self.upgradeEnabled = upgrade
+    }
+
+    /// `true` once packets travel over the WebSocket.
+    package var isUpgraded: Bool { upgrade == .upgraded }
+
+    package mutating func handle(_ input: Input) -> [Action] {
+        var actions: [Action] = []
+        switch input {
+        case .start:
+            guard phase == .idle else { break }
+            phase = .handshaking
+            getInFlight = true
+            actions.append(.get(url(), timeout: request.connectTimeout))
+        case .getFinished(let result):
+            getFinished(result, actions: &actions)
+        case .postFinished(let result):
+            postFinished(result, actions: &actions)
+        case .send(let frames):
+            guard phase != .closed else { break }
+            if upgrade == .upgraded {
+                actions.append(.probeSend(frames))
+            } else {
+                outbox.append(contentsOf: frames)
+                flush(actions: &actions)
+            }
+        case .close(let code, let reason):
+            close(code: code, reason: reason, actions: &actions)
+        case .abort:
+            guard phase != .closed else { break }
+            finish(TransportClosure(.closedLocally(code: 1006, reason: "aborted"), duringOpen: phase == .handshaking),
+                   actions: &actions)
+        case .setReadingPaused(let paused):
+            readingPaused = paused
+            if upgrade == .upgraded {
+                actions.append(.probeReadingPaused(paused))
+            } else {
+                poll(actions: &actions)
+            }
+        case .probe(let event):
+            probe(event, actions: &actions)
+        }
+        return actions
+    }
+
+    // MARK: - Polling
+
+    private mutating func url(websocket: Bool = false) -> URL {
+        requestSerial += 1
+        var components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)!
+        var items = (components.queryItems ?? []).filter { $0.name != "sid" && $0.name != "t" && $0.name != "transport" }
+        items.append(URLQueryItem(name: "transport", value: websocket ? "websocket" : "polling"))
+        if let sid = handshake?.sid { items.append(URLQueryItem(name: "sid", value: sid)) }
+        if !websocket { items.append(URLQueryItem(name: "t", value: String(requestSerial, radix: 36))) }
+        components.queryItems = items
+        if websocket {
+            components.scheme = components.scheme == "https" ? "wss" : "ws"
+        }
+        return components.url!
+    }
+
+    /// Long-poll timeout: the server answers within `pingInterval` with at least a ping.
+    private var pollTimeout: Duration {
+        guard let handshake else { return request.connectTimeout }
+        return handshake.pingInterval + handshake.pingTimeout + .seconds(5)
+    }
+
+    private mutating func poll(actions: inout [Action]) {
+        guard phase == .open, !getInFlight, !readingPaused, upgrade != .pausing, upgrade != .upgraded else { return }
+        getInFlight = true
+        actions.append(.get(url(), timeout: pollTimeout))
+    }
+
+    private mutating func flush(actions: inout [Action]) {
+        guard phase == .open, !postInFlight, !outbox.isEmpty, upgrade != .pausing, upgrade != .upgraded else { return }
+        let limit = handshake?.maxPayload ?? 1_000_000
+        var batch: [TransportFrame] = []
+        var size = 0
+        while let frame = outbox.first {
+            let added = PollingPayload.encodedSize(of: frame) + (batch.isEmpty ? 0 : 1)
+            if !batch.isEmpty, size + added > limit { break }
+            batch.append(frame)
+            size += added
+            outbox.removeFirst()
+        }
+        postInFlight = true
+        let (body, binary) = PollingPayload.encode(batch)
+        actions.append(.post(url(), body: body, binary: binary))
+    }
+
+    private mutating func getFinished(_ result: Result<HTTPResponse, RealtimeError>, actions: inout [Action]) {
+        guard phase == .handshaking || phase == .open else { return }
+        getInFlight = false
+        let frames: [TransportFrame]
+        do throws(RealtimeError) {
+            let response = try result.get()
+            guard response.status == 200 else {
+                throw RealtimeError(phase == .handshaking ? .handshakeRejected : .transportFailed,
+                                    "polling GET answered HTTP \(response.status)",
+                                    context: .init(httpStatus: response.status,
+                                                   detail: String(decoding: response.body.prefix(200), as: UTF8.self)))
+            }
+            frames = try PollingPayload.decode(response.body)
+            if phase == .handshaking {
+                guard case .text(let text)? = frames.first, text.utf8.first == UInt8(ascii: "0") else {
+                    throw RealtimeError(.handshakeInvalid, "the first polling response has no Engine.IO open packet")
+                }
+                handshake = try EngineIOHandshake(json: String(text.dropFirst()))
+            }
+        } catch {
+            finish(TransportClosure(.failed(error), duringOpen: phase == .handshaking), actions: &actions)
+            return
+        }
+        if phase == .handshaking {
+            phase = .open
+            actions.append(.event(.opened(TransportOpenInfo())))
+            if upgradeEnabled, handshake?.upgrades.contains("websocket") == true {
+                upgrade = .opening
+                var probeRequest = request
+                probeRequest.url = url(websocket: true)
+                actions.append(.openProbe(probeRequest))
+            }
+        }
+        if !frames.isEmpty { actions.append(.event(.received(frames))) }
+        if frames.contains(.text("1")) {
+            finish(TransportClosure(.closedByPeer(code: 1000, reason: "Engine.IO close")), actions: &actions)
+            return
+        }
+        poll(actions: &actions)
+        flush(actions: &actions)
+        completeUpgradeIfIdle(actions: &actions)
+    }
+
+    private mutating func postFinished(_ result: Result<HTTPResponse, RealtimeError>, actions: inout [Action]) {
+        guard phase == .open else { return }
+        postInFlight = false
+        switch result {
+        case .success(let response) where response.status == 200:
+            flush(actions: &actions)
+            completeUpgradeIfIdle(actions: &actions)
+        case .success(let response):
+            let error = RealtimeError(.transportFailed, "polling POST answered HTTP \(response.status)",
+                                      context: .init(httpStatus: response.status))
+            finish(TransportClosure(.failed(error)), actions: &actions)
+        case .failure(let error):
+            finish(TransportClosure(.failed(error)), actions: &actions)
+        }
+    }
+
+    private mutating func close(code: Int, reason: String, actions: inout [Action]) {
+        switch phase {
+        case .idle, .closed:
+            return
+        case .handshaking:
+            finish(TransportClosure(.closedLocally(code: code, reason: reason), duringOpen: true), actions: &actions)
+        case .open:
+            if upgrade == .upgraded {
+                // The WebSocket's own close handshake ends the connection; its `closed` is forwarded.
+                actions.append(.probeClose(code: code, reason: reason))
+                return
+            }
+            // Tell the server at once; the in-flight requests are abandoned.
+            let (body, _) = PollingPayload.encode([.text("1")])
+            let closeURL = url()
+            finish(TransportClosure(.closedLocally(code: code, reason: reason)),
+                   finalPost: (closeURL, body), actions: &actions)
+        }
+    }
+
+    private mutating func finish(_ closure: TransportClosure, finalPost: (URL, Data)? = nil,
+                                 actions: inout [Action]) {
+        guard phase != .closed else { return }
+        phase = .closed
+        actions.append(.abandonRequests)
+        if let (url, body) = finalPost { actions.append(.post(url, body: body, binary: false)) }
+        switch upgrade {
+        case .opening, .probing, .pausing, .upgraded: actions.append(.probeAbort)
+        case .unavailable, .failed: break
+        }
+        upgrade = .failed
+        outbox = []
+        actions.append(.event(.closed(closure)))
+    }
+
+    // MARK: - Upgrade
+
+    private mutating func probe(_ event: TransportEvent, actions: inout [Action]) {
+        guard phase == .open else { return }
+        switch event {
+        case .opened:
+            guard upgrade == .opening else { return }
+            upgrade = .probing
+            actions.append(.probeSend([.text("2probe")]))
+        case .received(let frames):
+            switch upgrade {
+            case .upgraded:
+                actions.append(.event(.received(frames)))
+                if frames.contains(.text("1")) {
+                    // The server ended the session; the WebSocket closes right after.
+                    actions.append(.probeAbort)
+                    upgrade = .failed
+                    finish(TransportClosure(.closedByPeer(code: 1000, reason: "Engine.IO close")), actions: &actions)
+                }
+            case .probing where frames.first == .text("3probe"):
+                upgrade = .pausing
+                completeUpgradeIfIdle(actions: &actions)
+            case .probing, .opening, .pausing:
+                // Anything else before the upgrade completes means the probe failed.
+                abandonProbe(actions: &actions)
+            case .unavailable, .failed:
+                break
+            }
+        case .closed(let closure):
+            if upgrade == .upgraded {
+                upgrade = .failed
+                finish(closure, actions: &actions)
+            } else if upgrade != .failed, upgrade != .unavailable {
+                upgrade = .failed
+                poll(actions: &actions)
+                flush(actions: &actions)
+            }
+        }
+    }
+
+    private mutating func abandonProbe(actions: inout [Action]) {
+        upgrade = .failed
+        actions.append(.probeAbort)
+        poll(actions: &actions)
+        flush(actions: &actions)
+    }
+
+    private mutating func completeUpgradeIfIdle(actions: inout [Action]) {
+        guard upgrade == .pausing, !getInFlight, !postInFlight else { return }
+        upgrade = .upgraded
+        actions.append(.probeSend([.text("5")] + outbox))
+        outbox = []
+        if readingPaused { actions.append(.probeReadingPaused(true)) }
+    }
+}

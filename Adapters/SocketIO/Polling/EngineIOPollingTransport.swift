@@ -1,0 +1,170 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RealtimeCore
+
+/// Engine.IO long-polling over `URLSession`, optionally upgrading to the session's WebSocket transport.
+///
+/// The protocol lives in ``EngineIOPolling``; this type only runs its HTTP requests and forwards the
+/// WebSocket probe's events. Each connection owns one `URLSession`, invalidated when it closes.
+struct EngineIOPollingTransport: RealtimeTransport {
+    /// The WebSocket transport to upgrade to; `nil` stays on polling.
+    var upgradeTransport: (any RealtimeTransport)?
+
+    func open(_ request: ConnectionRequest,
+              handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport, handler: handler)
+        connection.start()
+        return connection
+    }
+}
+
+/// One Engine.IO polling connection. Inputs from any thread go through a mailbox: the thread that finds
+/// it idle drains it, so the state machine sees one input at a time and the handler is never re-entered.
+private final class PollingConnection: TransportConnection {
+    private struct Mailbox {
+        var inputs: [EngineIOPolling.Input] = []
+        var draining = false
+    }
+
+    private struct IO {
+        var probe: (any TransportConnection)?
+        var finished = false
+    }
+
+    private let request: ConnectionRequest
+    private let upgradeTransport: (any RealtimeTransport)?
+    private let handler: @Sendable (TransportEvent) -> Void
+    private let machine: Locked<EngineIOPolling>
+    private let mailbox = Locked(Mailbox())
+    private let io = Locked(IO())
+    private let session: URLSession
+
+    init(request: ConnectionRequest, upgradeTransport: (any RealtimeTransport)?,
+         handler: @escaping @Sendable (TransportEvent) -> Void) {
+        self.request = request
+        self.upgradeTransport = upgradeTransport
+        self.handler = handler
+        machine = Locked(EngineIOPolling(request: request, upgrade: upgradeTransport != nil))
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 2  // one GET and one POST
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration)
+    }
+
+    func start() {
+        if let error = Self.insecureTransportError(request) {
+            io.withLock { $0.finished = true }
+            session.finishTasksAndInvalidate()
+            handler(.closed(TransportClosure(.failed(error), duringOpen: true)))
+            return
+        }
+        submit(.start)
+    }
+
+    func send(_ frames: [TransportFrame]) { submit(.send(frames)) }
+    func close(code: Int, reason: String) { submit(.close(code: code, reason: reason)) }
+    func abort() { submit(.abort) }
+    func setReadingPaused(_ paused: Bool) { submit(.setReadingPaused(paused)) }
+
+    private static func insecureTransportError(_ request: ConnectionRequest) -> RealtimeError? {
+        guard request.url.scheme?.lowercased() == "http", !request.allowsInsecureTransportToRemoteHosts else { return nil }
+        let host = (request.url.host ?? "").lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if host == "localhost" || host == "::1" || host.hasPrefix("127.") { return nil }
+        return RealtimeError(.invalidArgument, "plain http to a remote host needs allowsInsecureTransportToRemoteHosts",
+                             context: .init(detail: host))
+    }
+
+    private func submit(_ input: EngineIOPolling.Input) {
+        let drain = mailbox.withLock { mailbox -> Bool in
+            mailbox.inputs.append(input)
+            if mailbox.draining { return false }
+            mailbox.draining = true
+            return true
+        }
+        guard drain else { return }
+        while let next = mailbox.withLock({ mailbox -> EngineIOPolling.Input? in
+            if mailbox.inputs.isEmpty {
+                mailbox.draining = false
+                return nil
+            }
+            return mailbox.inputs.removeFirst()
+        }) {
+            let actions = machine.withLock { $0.handle(next) }
+            for action in actions { perform(action) }
+        }
+    }
+
+    private func perform(_ action: EngineIOPolling.Action) {
+        switch action {
+        case .get(let url, let timeout):
+            startRequest(url: url, method: "GET", body: nil, binary: false, timeout: timeout) { .getFinished($0) }
+        case .post(let url, let body, let binary):
+            startRequest(url: url, method: "POST", body: body, binary: binary, timeout: request.connectTimeout) {
+                .postFinished($0)
+            }
+        case .abandonRequests:
+            // Not `cancel()`: in swift-corelibs-foundation a cancel racing the task's completion can hit
+            // "task that is not in the registry" and crash. The server answers the pending GET once it
+            // sees the close (or within its ping interval); the machine ignores late answers.
+            break
+        case .event(let event):
+            if case .closed = event {
+                io.withLock { $0.finished = true }
+                // Let a final close POST go out before the session is torn down.
+                session.finishTasksAndInvalidate()
+            }
+            handler(event)
+        case .openProbe(let probeRequest):
+            guard let upgradeTransport else { return }
+            let connection = upgradeTransport.open(probeRequest) { [weak self] event in
+                self?.submit(.probe(event))
+            }
+            io.withLock { $0.probe = connection }
+        case .probeSend(let frames):
+            io.withLock { $0.probe }?.send(frames)
+        case .probeClose(let code, let reason):
+            io.withLock { $0.probe }?.close(code: code, reason: reason)
+        case .probeAbort:
+            io.withLock { io -> (any TransportConnection)? in
+                defer { io.probe = nil }
+                return io.probe
+            }?.abort()
+        case .probeReadingPaused(let paused):
+            io.withLock { $0.probe }?.setReadingPaused(paused)
+        }
+    }
+
+    private func startRequest(url: URL, method: String, body: Data?, binary: Bool, timeout: Duration,
+                              input: @escaping @Sendable (Result<EngineIOPolling.HTTPResponse, RealtimeError>)
+                                  -> EngineIOPolling.Input) {
+        var urlRequest = URLRequest(url: url)
+        urlRequest.httpMethod = method
+        urlRequest.timeoutInterval = max(1, timeout.seconds)
+        for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
+        if let origin = request.origin { urlRequest.setValue(origin, forHTTPHeaderField: "Origin") }
+        if let body {
+            urlRequest.httpBody = body
+            urlRequest.setValue(binary ? "application/octet-stream" : "text/plain;charset=UTF-8",
+                                forHTTPHeaderField: "Content-Type")
+        }
+        // The close POST is created before `closed` is reported; nothing starts after the session is invalidated.
+        guard io.withLock({ !$0.finished }) else { return }
+        let task = session.dataTask(with: urlRequest) { [weak self] data, response, error in
+            guard let self else { return }
+            let result: Result<EngineIOPolling.HTTPResponse, RealtimeError>
+            if let error {
+                let nsError = error as NSError
+                let code: RealtimeError.Code = nsError.code == NSURLErrorTimedOut ? .timedOut : .transportFailed
+                result = .failure(RealtimeError(code, "polling \(method) failed: \(error.localizedDescription)",
+                                                context: .init(detail: "\(nsError.domain) \(nsError.code)")))
+            } else {
+                let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+                result = .success(.init(status: status, body: data ?? Data()))
+            }
+            self.submit(input(result))
+        }
+        task.resume()
+    }
+}

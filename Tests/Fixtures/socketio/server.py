@@ -1,0 +1,171 @@
+"""python-socketio peer for the Socket.IO integration tests.
+
+Usage: server.py PORT [--fast-ping]     (PORT 0 picks a free port)
+
+Binds 127.0.0.1:PORT, serves Engine.IO at /socket.io/ (WebSocket and long-polling) and /health, and
+prints "READY <port>" once listening. --fast-ping sets ping_interval=1 s, ping_timeout=2 s.
+
+Namespaces "/" and "/chat" share the handlers below. "/chat" requires auth {"token": "secret"}; "/"
+refuses a token other than "secret" and accepts none.
+"""
+
+import argparse
+import asyncio
+import sys
+
+import socketio
+from aiohttp import web
+
+VALID_TOKEN = "secret"
+NAMESPACES = ["/", "/chat"]
+
+parser = argparse.ArgumentParser()
+parser.add_argument("port", type=int)
+parser.add_argument("--fast-ping", action="store_true")
+args = parser.parse_args()
+
+ping = {"ping_interval": 1, "ping_timeout": 2} if args.fast_ping else {}
+sio = socketio.AsyncServer(async_mode="aiohttp", cors_allowed_origins="*", **ping)
+app = web.Application()
+
+# Engine.IO sid -> the TCP transports serving it, so "drop_transport" can cut them without a close.
+live_transports = {}
+
+
+@web.middleware
+async def track_transports(request, handler):
+    sid = request.query.get("sid")
+    if sid and request.transport is not None:
+        live_transports.setdefault(sid, set()).add(request.transport)
+    return await handler(request)
+
+
+app.middlewares.append(track_transports)
+sio.attach(app)
+
+
+async def health(_request):
+    return web.Response(text="ok")
+
+
+app.router.add_get("/health", health)
+
+
+def register(ns):
+    async def connect(sid, environ, auth):
+        token = auth.get("token") if isinstance(auth, dict) else None
+        if ns == "/chat" and token != VALID_TOKEN:
+            raise socketio.exceptions.ConnectionRefusedError("invalid token")
+        if token is not None and token != VALID_TOKEN:
+            raise socketio.exceptions.ConnectionRefusedError("invalid token")
+        request = environ.get("aiohttp.request")
+        eio_sid = sio.manager.eio_sid_from_sid(sid, ns)
+        if request is not None and request.transport is not None and eio_sid:
+            live_transports.setdefault(eio_sid, set()).add(request.transport)
+        # Emitted from the connect handler: may reach the client before the CONNECT ack.
+        await sio.emit("welcome", {"namespace": ns, "auth": auth}, to=sid, namespace=ns)
+
+    async def sum_(sid, numbers):
+        return {"sum": sum(numbers)}
+
+    async def echo(sid, *values):
+        return values
+
+    async def binary_echo(sid, *values):
+        return values
+
+    async def send_binary(sid):
+        await sio.emit("binary_from_server",
+                       {"first": b"\x01\x02", "nested": {"second": b"\x03\x04"}, "len": 4},
+                       to=sid, namespace=ns)
+        return "sent"
+
+    async def ask_me(sid, payload):
+        answer = await sio.call("server_ask", payload, to=sid, namespace=ns, timeout=10)
+        await sio.emit("server_ask_answer", answer, to=sid, namespace=ns)
+
+    async def join(sid, room):
+        await sio.enter_room(sid, room, namespace=ns)
+        return "joined"
+
+    async def broadcast(sid, room, message):
+        await sio.emit("room_message", {"room": room, "message": message}, room=room, namespace=ns)
+        return "sent"
+
+    async def kick_me(sid):
+        await sio.disconnect(sid, namespace=ns)
+
+    async def close_engine(sid):
+        await sio.eio.disconnect(sio.manager.eio_sid_from_sid(sid, ns))
+
+    async def go_silent(sid):
+        socket = sio.eio._get_socket(sio.manager.eio_sid_from_sid(sid, ns))
+
+        async def swallow(_packet):
+            return None
+
+        socket.send = swallow
+
+    async def drop_transport(sid):
+        # As if the server crashed: no CLOSE packet, the TCP connections cut, the session forgotten (a
+        # polling client that retries its request gets HTTP 400).
+        eio_sid = sio.manager.eio_sid_from_sid(sid, ns)
+        socket = sio.eio._get_socket(eio_sid)
+        await socket.close(wait=False, abort=True)
+        for transport in live_transports.pop(eio_sid, set()):
+            transport.abort()
+
+    async def which_transport(sid):
+        return sio.transport(sid, namespace=ns)
+
+    async def burst(sid, count):
+        for index in range(count):
+            await sio.emit("burst_item", index, to=sid, namespace=ns)
+        await sio.emit("burst_done", count, to=sid, namespace=ns)
+
+    handlers = {
+        "connect": connect, "sum": sum_, "echo": echo, "binary_echo": binary_echo,
+        "send_binary": send_binary, "ask_me": ask_me, "join": join, "broadcast": broadcast,
+        "kick_me": kick_me, "close_engine": close_engine, "go_silent": go_silent,
+        "drop_transport": drop_transport, "burst": burst, "which_transport": which_transport,
+    }
+    for name, handler in handlers.items():
+        sio.on(name, handler, namespace=ns)
+
+
+for namespace in NAMESPACES:
+    register(namespace)
+
+
+def exit_when_parent_goes():
+    """The test harness keeps stdin open; EOF means it died, so the peer must not outlive it."""
+    import os
+    import threading
+
+    def watch():
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        finally:
+            os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+async def main():
+    if not sys.stdin.isatty():
+        exit_when_parent_goes()
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", args.port)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # the real port when 0 was asked for
+    print(f"READY {port}", flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.exit(0)

@@ -1,0 +1,419 @@
+import Foundation
+@testable import RealtimeActionCable
+import RealtimeCore
+import Testing
+
+/// The machine on its own: frames and commands in, actions out.
+struct MachineDriver {
+    var machine: ActionCableMachine
+    var actions: [DialectAction] = []
+
+    init(guarantor: ActionCableDialect.SubscriptionGuarantor = .init(interval: .milliseconds(500), maximumAttempts: 3)) {
+        machine = ActionCableDialect(url: URL(string: "ws://127.0.0.1:3000/cable")!, guarantor: guarantor).makeMachine()
+    }
+
+    mutating func open(subprotocol: String? = "actioncable-v1-json") -> [DialectAction] {
+        actions = []
+        machine.connectionOpened(TransportOpenInfo(subprotocol: subprotocol), actions: &actions)
+        return actions
+    }
+
+    @discardableResult
+    mutating func receive(_ text: String) -> [DialectAction] {
+        actions = []
+        machine.received(.text(text), actions: &actions)
+        return actions
+    }
+
+    @discardableResult
+    mutating func command(_ command: DialectCommand) -> [DialectAction] {
+        actions = []
+        machine.handle(command, actions: &actions)
+        return actions
+    }
+
+    @discardableResult
+    mutating func fire(_ key: TimerKey) -> [DialectAction] {
+        actions = []
+        machine.timerFired(key, actions: &actions)
+        return actions
+    }
+
+    /// Opened and welcomed.
+    mutating func connected() {
+        _ = open()
+        receive(#"{"type":"welcome"}"#)
+    }
+}
+
+extension Array where Element == DialectAction {
+    var sentTexts: [String] {
+        compactMap { if case .send(.text(let text)) = $0 { return text } else { return nil } }
+    }
+    var delivered: [RealtimeEvent] {
+        compactMap { if case .deliver(let event) = $0 { return event } else { return nil } }
+    }
+    var subscribed: [ChannelID] {
+        compactMap { if case .subscribed(let channel, _) = $0 { return channel } else { return nil } }
+    }
+    var failures: [(ChannelID, RealtimeError)] {
+        compactMap { if case .subscriptionFailed(let channel, let error) = $0 { return (channel, error) } else { return nil } }
+    }
+    var reported: [RealtimeError] {
+        compactMap { if case .reportError(let error) = $0 { return error } else { return nil } }
+    }
+    var startedTimers: [TimerKey: Duration] {
+        var timers: [TimerKey: Duration] = [:]
+        for case .startTimer(let key, let delay) in self { timers[key] = delay }
+        return timers
+    }
+    var cancelledTimers: [TimerKey] {
+        compactMap { if case .cancelTimer(let key) = $0 { return key } else { return nil } }
+    }
+    var closes: [Int] {
+        compactMap { if case .close(let code, _) = $0 { return code } else { return nil } }
+    }
+    var isConnected: Bool {
+        contains { if case .connected = $0 { return true } else { return false } }
+    }
+    var livenessRules: [LivenessRule] {
+        compactMap { if case .liveness(let rule) = $0 { return rule } else { return nil } }
+    }
+}
+
+let echo42 = ChannelID("EchoChannel", params: ["room_id": 42])
+let echo42ID = #"{"channel":"EchoChannel","room_id":42}"#
+/// A JSON string literal holding `identifier`, as it appears inside a frame.
+func quoted(_ identifier: String) -> String { JSONValue.string(identifier).serialized() }
+let subscribeEcho42 = #"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}"}"#
+let unsubscribeEcho42 = #"{"command":"unsubscribe","identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}"}"#
+let confirmEcho42 = #"{"identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}","type":"confirm_subscription"}"#
+let guarantorEcho42 = TimerKey(kind: "actioncable.guarantor", channel: echo42)
+let settleEcho42 = TimerKey(kind: "actioncable.settle", channel: echo42)
+
+@Suite("Action Cable machine")
+struct ActionCableMachineTests {
+    @Test("welcome connects and sets server-ping liveness (3 s + 3 s); a second welcome is ignored")
+    func welcome() {
+        var driver = MachineDriver()
+        #expect(driver.open().isEmpty)
+        let actions = driver.receive(#"{"type":"welcome"}"#)
+        #expect(actions.isConnected)
+        #expect(actions.livenessRules == [.serverPings(interval: .seconds(3), grace: .seconds(3))])
+        #expect(driver.receive(#"{"type":"welcome"}"#).isEmpty)
+    }
+
+    @Test("pings are liveness only, recognised by type; a numeric broadcast is still a broadcast")
+    func pings() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        #expect(driver.receive(#"{"type":"ping","message":1796219807}"#).isEmpty)
+        let events = driver.receive(#"{"identifier":\#(quoted(echo42ID)),"message":1796219807}"#).delivered
+        #expect(events.count == 1)
+        #expect(events.first?.data == 1796219807)
+        #expect(events.first?.rawData == "1796219807")
+    }
+
+    @Test("subscribe sends the canonical identifier and arms the guarantor")
+    func subscribe() {
+        var driver = MachineDriver()
+        driver.connected()
+        let actions = driver.command(.subscribe(echo42))
+        #expect(actions.sentTexts == [subscribeEcho42])
+        #expect(actions.startedTimers == [guarantorEcho42: .milliseconds(500)])
+        // Asking again while pending sends nothing more.
+        #expect(driver.command(.subscribe(echo42)).isEmpty)
+    }
+
+    @Test("confirm_subscription subscribes and stops the guarantor; a duplicate or unknown confirm does nothing")
+    func confirm() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        let actions = driver.receive(confirmEcho42)
+        #expect(actions.subscribed == [echo42])
+        #expect(actions.cancelledTimers == [guarantorEcho42])
+        #expect(driver.receive(confirmEcho42).subscribed.isEmpty)
+        #expect(driver.receive(#"{"identifier":"{\"channel\":\"Other\"}","type":"confirm_subscription"}"#).subscribed.isEmpty)
+        // The guarantor firing late finds nothing to resend.
+        #expect(driver.fire(guarantorEcho42).sentTexts.isEmpty)
+    }
+
+    @Test("frames are routed by the exact identifier string; other spellings are dropped")
+    func routingByExactIdentifier() {
+        var driver = MachineDriver()
+        driver.connected()
+        let lobby = ChannelID("EchoChannel", params: ["room_id": 7])
+        driver.command(.subscribe(echo42))
+        driver.command(.subscribe(lobby))
+        let reordered = #"{"room_id":42,"channel":"EchoChannel"}"#
+        let spaced = #"{"channel": "EchoChannel", "room_id": 42}"#
+        #expect(driver.receive(#"{"identifier":\#(quoted(reordered)),"message":"x"}"#).delivered.isEmpty)
+        #expect(driver.receive(#"{"identifier":\#(quoted(spaced)),"message":"x"}"#).delivered.isEmpty)
+        #expect(driver.receive(#"{"identifier":\#(quoted(reordered)),"type":"confirm_subscription"}"#).subscribed.isEmpty)
+        let events = driver.receive(#"{"identifier":\#(quoted(echo42ID)),"message":{"text":"hi"}}"#).delivered
+        #expect(events.map(\.channel) == [echo42])
+        let lobbyEvents = driver.receive(#"{"identifier":"{\"channel\":\"EchoChannel\",\"room_id\":7}","message":[1]}"#).delivered
+        #expect(lobbyEvents.map(\.channel) == [lobby])
+    }
+
+    @Test("broadcasts are delivered while the subscription is pending, with any JSON message and its raw text")
+    func pendingBroadcasts() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        let messages = [#"{"b": 2, "a":[1,2]}"#, #""plain""#, "12.5", "[true,null]", "null", "false"]
+        for message in messages {
+            let events = driver.receive(#"{"identifier":\#(quoted(echo42ID)),"message":\#(message)}"#).delivered
+            #expect(events.count == 1)
+            #expect(events.first?.name == "message")
+            #expect(events.first?.channel == echo42)
+            #expect(events.first?.rawData == message)
+            #expect(events.first?.data == (try? JSONValue.parse(message)))
+        }
+        // Still pending: no confirm came, so nothing was marked subscribed.
+        #expect(driver.fire(guarantorEcho42).sentTexts == [subscribeEcho42])
+    }
+
+    @Test("a message key spelled with escapes still delivers, with rawData re-serialized")
+    func escapedMessageKey() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        let events = driver.receive(#"{"identifier":\#(quoted(echo42ID)),"mess\u0061ge":{"b":1, "a":2}}"#).delivered
+        #expect(events.first?.data == ["a": 2, "b": 1])
+        #expect(events.first?.rawData == #"{"a":2,"b":1}"#)
+    }
+
+    @Test("broadcasts for identifiers the session does not hold are dropped")
+    func unknownBroadcast() {
+        var driver = MachineDriver()
+        driver.connected()
+        let actions = driver.receive(#"{"identifier":\#(quoted(echo42ID)),"message":1}"#)
+        #expect(actions.delivered.isEmpty)
+        #expect(actions.reported.isEmpty)
+    }
+
+    @Test("reject_subscription fails the channel with .subscriptionRejected and never retries")
+    func reject() {
+        var driver = MachineDriver()
+        driver.connected()
+        let reject = ChannelID("RejectChannel")
+        driver.command(.subscribe(reject))
+        let actions = driver.receive(#"{"identifier":"{\"channel\":\"RejectChannel\"}","type":"reject_subscription"}"#)
+        #expect(actions.failures.map(\.0) == [reject])
+        #expect(actions.failures.first?.1.code == .subscriptionRejected)
+        #expect(actions.failures.first?.1.context.channel == reject)
+        #expect(actions.cancelledTimers == [TimerKey(kind: "actioncable.guarantor", channel: reject)])
+        #expect(actions.sentTexts.isEmpty)
+        #expect(driver.fire(TimerKey(kind: "actioncable.guarantor", channel: reject)).sentTexts.isEmpty)
+    }
+
+    @Test("the guarantor resends subscribe every interval and gives up with .timedOut at the cap")
+    func guarantor() {
+        var driver = MachineDriver(guarantor: .init(interval: .milliseconds(800), maximumAttempts: 3))
+        driver.connected()
+        #expect(driver.command(.subscribe(echo42)).sentTexts == [subscribeEcho42])
+        for _ in 0..<2 {
+            let retry = driver.fire(guarantorEcho42)
+            #expect(retry.sentTexts == [subscribeEcho42])
+            #expect(retry.startedTimers == [guarantorEcho42: .milliseconds(800)])
+            #expect(retry.failures.isEmpty)
+        }
+        let last = driver.fire(guarantorEcho42)
+        #expect(last.failures.map(\.0) == [echo42])
+        #expect(last.failures.first?.1.code == .timedOut)
+        #expect(last.sentTexts == [unsubscribeEcho42])
+        // A confirm arriving after the timeout does not resurrect it.
+        #expect(driver.receive(confirmEcho42).subscribed.isEmpty)
+    }
+
+    @Test("unsubscribe then subscribe of the same identifier waits for the settle timer")
+    func unsubscribeThenSubscribe() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        driver.receive(confirmEcho42)
+        let leave = driver.command(.unsubscribe(echo42))
+        #expect(leave.sentTexts == [unsubscribeEcho42])
+        #expect(leave.startedTimers == [settleEcho42: .milliseconds(500)])
+        #expect(driver.command(.subscribe(echo42)).sentTexts.isEmpty)
+        // A late confirm of the old subscription is not taken for the new one.
+        #expect(driver.receive(confirmEcho42).subscribed.isEmpty)
+        let settled = driver.fire(settleEcho42)
+        #expect(settled.sentTexts == [subscribeEcho42])
+        #expect(settled.startedTimers == [guarantorEcho42: .milliseconds(500)])
+        #expect(driver.receive(confirmEcho42).subscribed == [echo42])
+    }
+
+    @Test("leaving while still settling sends nothing; the settle timer then has nothing to send")
+    func leaveWhileSettling() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        driver.command(.unsubscribe(echo42))
+        driver.command(.subscribe(echo42))
+        #expect(driver.command(.unsubscribe(echo42)).sentTexts.isEmpty)
+        #expect(driver.fire(settleEcho42).sentTexts.isEmpty)
+        // After settling, a subscribe goes out at once.
+        #expect(driver.command(.subscribe(echo42)).sentTexts == [subscribeEcho42])
+    }
+
+    @Test("send builds a message command whose data is a JSON string with the action merged in")
+    func send() throws {
+        var driver = MachineDriver()
+        driver.connected()
+        let sent = driver.command(.send(OutgoingMessage(channel: echo42, event: "speak",
+                                                        arguments: [["text": "hi", "n": 1]]))).sentTexts
+        #expect(sent == [#"{"command":"message","data":"{\"action\":\"speak\",\"n\":1,\"text\":\"hi\"}","identifier":\#(quoted(echo42ID))}"#])
+        let frame = try JSONValue.parse(sent[0])
+        #expect(try JSONValue.parse(frame["data"]?.stringValue ?? "") == ["action": "speak", "n": 1, "text": "hi"])
+        let bare = driver.command(.send(OutgoingMessage(channel: echo42, event: "kick_me", arguments: []))).sentTexts
+        #expect(bare == [#"{"command":"message","data":"{\"action\":\"kick_me\"}","identifier":\#(quoted(echo42ID))}"#])
+        let receive = driver.command(.send(OutgoingMessage(channel: echo42, event: "", arguments: [["x": 1]]))).sentTexts
+        #expect(receive == [#"{"command":"message","data":"{\"x\":1}","identifier":\#(quoted(echo42ID))}"#])
+        // A message the dialect's validate would refuse is reported instead of sent.
+        let refused = driver.command(.send(OutgoingMessage(channel: echo42, event: "speak", arguments: ["hi"])))
+        #expect(refused.sentTexts.isEmpty)
+        #expect(refused.reported.map(\.code) == [.invalidArgument])
+    }
+
+    @Test("requests and custom commands resolve with .unsupported")
+    func unsupportedCommands() {
+        var driver = MachineDriver()
+        driver.connected()
+        let actions = driver.command(.request(OutgoingMessage(channel: echo42, event: "x", arguments: []), RequestID(1)))
+            + driver.command(.custom(name: "signin", payload: .null, RequestID(2)))
+        var resolved: [RequestID: RealtimeError.Code] = [:]
+        for case .resolveRequest(let id, .failure(let error)) in actions { resolved[id] = error.code }
+        #expect(resolved == [RequestID(1): .unsupported, RequestID(2): .unsupported])
+        #expect(actions.sentTexts.isEmpty)
+    }
+
+    @Test("an invalid channel fails at subscribe with .invalidArgument and sends nothing")
+    func invalidChannel() {
+        var driver = MachineDriver()
+        driver.connected()
+        let actions = driver.command(.subscribe(ChannelID("Echo", params: ["channel": "x"])))
+        #expect(actions.failures.first?.1.code == .invalidArgument)
+        #expect(actions.sentTexts.isEmpty)
+    }
+
+    @Test("frames that are not JSON objects are reported and ignored; unknown types are only logged")
+    func malformed() {
+        var driver = MachineDriver()
+        driver.connected()
+        #expect(driver.receive("{not json").reported.map(\.code) == [.invalidJSON])
+        #expect(driver.receive("[1,2]").reported.map(\.code) == [.protocolViolation])
+        #expect(driver.receive(#"{"foo":1}"#).reported.map(\.code) == [.protocolViolation])
+        var binary: [DialectAction] = []
+        driver.machine.received(.binary(Data([1, 2, 3])), actions: &binary)
+        #expect(binary.reported.map(\.code) == [.protocolViolation])
+        let unknown = driver.receive(#"{"type":"hibernate_subscription","identifier":"x"}"#)
+        #expect(unknown.reported.isEmpty)
+        #expect(unknown.delivered.isEmpty)
+        #expect(unknown.closes.isEmpty)
+    }
+
+    @Test("disconnect frames decide how the connection ends",
+          arguments: [
+              (#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#, "terminal:connection-refused"),
+              (#"{"type":"disconnect","reason":"invalid_request"}"#, "terminal:connection-refused"),
+              (#"{"type":"disconnect","reason":"remote","reconnect":false}"#, "terminal:connection-closed"),
+              (#"{"type":"disconnect","reason":"some_future_reason","reconnect":false}"#, "terminal:connection-closed"),
+              (#"{"type":"disconnect","reason":"server_restart","reconnect":true}"#, "backoff:0.5"),
+              (#"{"type":"disconnect","reason":"remote","reconnect":true}"#, "backoff:0.0"),
+              (#"{"type":"disconnect","reason":"some_future_reason","reconnect":true}"#, "backoff:0.0"),
+              (#"{"type":"disconnect","reason":"some_future_reason"}"#, "backoff:0.0"),
+              (#"{"type":"disconnect"}"#, "backoff:0.0"),
+          ])
+    func disconnectFrames(frame: String, expected: String) {
+        var driver = MachineDriver()
+        driver.connected()
+        #expect(driver.receive(frame).closes == [1000])
+        // The server's own close 1000 follows; the frame's decision wins over the bare close.
+        let end = driver.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1000, reason: "")))
+        #expect(describe(end) == expected)
+        if case .terminal(let error) = end {
+            #expect(error.context.serverPayload == (try? JSONValue.parse(frame)))
+        }
+        // The next connection starts clean.
+        #expect(describe(driver.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1000, reason: "")))) == "backoff:0.0")
+    }
+
+    @Test("connection ends without a frame",
+          arguments: [
+              (TransportClosure(.closedByPeer(code: 1000, reason: "")), "backoff:0.0"),
+              (TransportClosure(.closedByPeer(code: nil, reason: "")), "backoff:0.0"),
+              (TransportClosure(.livenessTimeout), "backoff:0.0"),
+              (TransportClosure(.failed(RealtimeError(.transportFailed, "reset", context: .init(closeCode: 1006)))), "backoff:0.0"),
+              (TransportClosure(.failed(RealtimeError(.handshakeRejected, "x", context: .init(httpStatus: 404))), duringOpen: true),
+               "terminal:handshake-rejected"),
+              (TransportClosure(.failed(RealtimeError(.handshakeRejected, "x", context: .init(httpStatus: 403))), duringOpen: true),
+               "terminal:handshake-rejected"),
+              (TransportClosure(.failed(RealtimeError(.handshakeRejected, "x", context: .init(httpStatus: 429))), duringOpen: true),
+               "backoff:0.0"),
+              (TransportClosure(.failed(RealtimeError(.handshakeRejected, "x", context: .init(httpStatus: 503))), duringOpen: true),
+               "backoff:0.0"),
+              (TransportClosure(.failed(RealtimeError(.invalidArgument, "bad URL")), duringOpen: true), "terminal:invalid-argument"),
+          ])
+    func endsWithoutFrame(closure: TransportClosure, expected: String) {
+        var driver = MachineDriver()
+        #expect(describe(driver.machine.connectionEnded(closure)) == expected)
+    }
+
+    @Test("HTTP 404 on the upgrade explains the Origin check")
+    func notFoundExplained() {
+        var driver = MachineDriver()
+        let error = RealtimeError(.handshakeRejected, "origin rejected or wrong path (HTTP 404 Not Found)",
+                                  context: .init(httpStatus: 404))
+        guard case .terminal(let explained) = driver.machine.connectionEnded(TransportClosure(.failed(error), duringOpen: true)) else {
+            Issue.record("404 must be terminal")
+            return
+        }
+        #expect(explained.code == .handshakeRejected)
+        #expect(explained.context.httpStatus == 404)
+        #expect(explained.message.contains("allowed_request_origins"))
+    }
+
+    @Test("a server that does not select actioncable-v1-json is closed and fails the session",
+          arguments: ["actioncable-unsupported", nil, "actioncable-v2-json"] as [String?])
+    func subprotocolChecked(selected: String?) {
+        var driver = MachineDriver()
+        let actions = driver.open(subprotocol: selected)
+        #expect(actions.closes == [1000])
+        guard case .terminal(let error) = driver.machine.connectionEnded(
+            TransportClosure(.closedLocally(code: 1000, reason: "unsupported protocol"))) else {
+            Issue.record("an unsupported protocol must be terminal")
+            return
+        }
+        #expect(error.code == .handshakeInvalid)
+        #expect(error.message.contains("actioncable-v1-json"))
+    }
+
+    @Test("a new connection forgets the old one's subscriptions and settling identifiers")
+    func resetOnEnd() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        driver.receive(confirmEcho42)
+        driver.command(.unsubscribe(echo42))
+        _ = driver.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1000, reason: "")))
+        driver.connected()
+        #expect(driver.receive(#"{"identifier":\#(quoted(echo42ID)),"message":1}"#).delivered.isEmpty)
+        // Not settling any more on the new connection: subscribe goes out at once.
+        #expect(driver.command(.subscribe(echo42)).sentTexts == [subscribeEcho42])
+    }
+}
+
+/// A comparable summary of a ``ConnectionEnd``.
+func describe(_ end: ConnectionEnd) -> String {
+    switch end {
+    case .terminal(let error): return "terminal:\(error.code)"
+    case .reconnectImmediately: return "immediately"
+    case .backoff(let minimum):
+        let seconds = Double(minimum.components.seconds) + Double(minimum.components.attoseconds) / 1e18
+        return "backoff:\(seconds)"
+    }
+}

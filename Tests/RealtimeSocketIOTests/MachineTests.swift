@@ -1,0 +1,595 @@
+import Foundation
+import RealtimeCore
+@testable import RealtimeSocketIO
+import Testing
+
+@Suite("Socket.IO machine: Engine.IO")
+struct MachineEngineIOTests {
+    @Test func openPacketConnectsAndSetsLiveness() {
+        var harness = MachineHarness()
+        let opened = harness.opened()
+        #expect(opened.startedTimers == [SocketIOMachine.handshakeTimer])
+        let actions = harness.receive(MachineHarness.openPacket)
+        #expect(actions.connectedIDs == ["eio-sid"])
+        #expect(actions.livenessRules == [.serverPings(interval: .seconds(1), grace: .seconds(2))])
+        #expect(actions.contains { if case .cancelTimer(SocketIOMachine.handshakeTimer) = $0 { true } else { false } })
+    }
+
+    @Test func answersServerPingsWithPongs() {
+        var harness = MachineHarness()
+        harness.connect()
+        #expect(harness.receive("2").sentTexts == ["3"])
+        #expect(harness.receive("2abc").sentTexts == ["3abc"])
+    }
+
+    @Test func ignoresPongsUpgradesAndNoops() {
+        var harness = MachineHarness()
+        harness.connect()
+        for text in ["3probe", "5", "6"] {
+            #expect(harness.receive(text).isEmpty, "\(text)")
+        }
+        #expect(harness.opened().startedTimers.count == 1)
+        #expect(harness.receive("6").isEmpty)  // a noop may precede the open packet after an upgrade
+    }
+
+    @Test func serverCloseClosesAndReconnectsWithBackoff() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        let actions = harness.receive("1")
+        #expect(actions.closes.map(\.reason) == ["server close"])
+        #expect(harness.receive(#"42["late"]"#).isEmpty)  // nothing is read after the close was decided
+        let end = harness.machine.connectionEnded(TransportClosure(.closedLocally(code: 1000, reason: "server close")))
+        #expect(end == .backoff(minimum: .zero))
+    }
+
+    @Test func everyTransportEndBacksOff() {
+        var harness = MachineHarness()
+        let closures: [TransportClosure] = [
+            TransportClosure(.closedByPeer(code: 1006, reason: "")),
+            TransportClosure(.failed(RealtimeError(.transportFailed, "reset"))),
+            TransportClosure(.livenessTimeout),
+            TransportClosure(.failed(RealtimeError(.handshakeRejected, "400")), duringOpen: true),
+        ]
+        for closure in closures {
+            harness.connect()
+            #expect(harness.machine.connectionEnded(closure) == .backoff(minimum: .zero))
+        }
+    }
+
+    @Test func handshakeTimeoutCloses() {
+        var harness = MachineHarness()
+        _ = harness.opened()
+        let actions = harness.fire(SocketIOMachine.handshakeTimer)
+        #expect(actions.reportedErrors.map(\.code) == [.connectTimedOut])
+        #expect(actions.closes.count == 1)
+
+        var connected = MachineHarness()
+        connected.connect()
+        #expect(connected.fire(SocketIOMachine.handshakeTimer).isEmpty)
+    }
+
+    @Test func garbageIsAParseErrorThatCloses() {
+        for text in ["9", "4x", "0{}", #"4"#] {
+            var harness = MachineHarness()
+            if text != "0{}" { harness.connect() } else { _ = harness.opened() }
+            let actions = harness.receive(text)
+            #expect(actions.reportedErrors.first?.code == .protocolViolation, "\(text)")
+            #expect(actions.closes.first?.code == 1002, "\(text)")
+        }
+    }
+
+    @Test func packetsBeforeOpenAreViolations() {
+        var harness = MachineHarness()
+        _ = harness.opened()
+        #expect(harness.receive(#"42["a"]"#).closes.count == 1)
+        var binary = MachineHarness()
+        _ = binary.opened()
+        #expect(binary.receive(binary: Data([1])).closes.count == 1)
+    }
+
+    @Test func secondOpenPacketIsAViolation() {
+        var harness = MachineHarness()
+        harness.connect()
+        #expect(harness.receive(MachineHarness.openPacket).reportedErrors.map(\.code) == [.protocolViolation])
+    }
+
+    @Test func tooManyAttachmentsClosesWithMessageTooBig() {
+        var harness = MachineHarness(limits: .init(maximumAttachments: 2))
+        harness.connectAndJoin(["/"])
+        let actions = harness.receive(#"453-["a"]"#)
+        #expect(actions.reportedErrors.map(\.code) == [.limitExceeded])
+        #expect(actions.closes.first?.code == 1009)
+    }
+}
+
+@Suite("Socket.IO machine: namespaces")
+struct MachineNamespaceTests {
+    @Test func joinsTheMainNamespace() {
+        var harness = MachineHarness()
+        harness.connect()
+        #expect(harness.command(.subscribe("/")).sentTexts == ["40"])
+        let actions = harness.receive(#"40{"sid":"ns-sid"}"#)
+        #expect(actions.subscribed.map(\.0) == ["/"])
+        #expect(actions.subscribed.first?.1 == nil)
+    }
+
+    @Test func joinsACustomNamespaceWithAuthValue() {
+        var harness = MachineHarness(auth: ["token": "secret"])
+        harness.connect()
+        #expect(harness.command(.subscribe("/chat")).sentTexts == [#"40/chat,{"token":"secret"}"#])
+        #expect(harness.receive(#"40/chat,{"sid":"gyP_"}"#).subscribed.map(\.0) == ["/chat"])
+    }
+
+    @Test func channelNamesWithoutSlashAreNamespaces() {
+        var harness = MachineHarness()
+        harness.connect()
+        #expect(harness.command(.subscribe("chat")).sentTexts == ["40/chat,"])
+        #expect(harness.receive(#"40/chat,{"sid":"x"}"#).subscribed.map(\.0) == ["chat"])
+    }
+
+    @Test func subscribesBeforeOpenWaitForTheHandshake() {
+        var harness = MachineHarness()
+        _ = harness.opened()
+        #expect(harness.command(.subscribe("/chat")).isEmpty)
+        #expect(harness.command(.subscribe("/chat")).isEmpty)
+        let actions = harness.receive(MachineHarness.openPacket)
+        #expect(actions.sentTexts == ["40/chat,"])
+    }
+
+    @Test func repeatedSubscribeDoesNotSendTwice() {
+        var harness = MachineHarness()
+        harness.connect()
+        #expect(harness.command(.subscribe("/chat")).sentTexts.count == 1)
+        #expect(harness.command(.subscribe("/chat")).isEmpty)
+        _ = harness.receive(#"40/chat,{"sid":"x"}"#)
+        let again = harness.command(.subscribe("/chat"))
+        #expect(again.sentTexts.isEmpty)
+        #expect(again.subscribed.map(\.0) == ["/chat"])
+    }
+
+    @Test func authProviderRunsBeforeEveryConnect() async throws {
+        let calls = Locked(0)
+        var harness = MachineHarness(auth: .provider { namespace in
+            let count = calls.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            return ["token": .string("t\(count)"), "ns": .string(namespace.name)]
+        })
+        harness.connect()
+        let first = harness.command(.subscribe("/chat"))
+        #expect(first.sentTexts.isEmpty)
+        let work = try #require(first.work.first)
+        #expect(work.id.channel == "/chat")
+        let value = try await work.run()
+        #expect(harness.finish(work.id, .success(value)).sentTexts == [#"40/chat,{"ns":"/chat","token":"t1"}"#])
+        _ = harness.receive(#"40/chat,{"sid":"a"}"#)
+
+        _ = harness.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1006, reason: "")))
+        harness.connect()
+        let second = try #require(harness.command(.subscribe("/chat")).work.first)
+        #expect(second.id.serial != work.id.serial)
+        let refreshed = try await second.run()
+        #expect(harness.finish(second.id, .success(refreshed)).sentTexts == [#"40/chat,{"ns":"/chat","token":"t2"}"#])
+        #expect(calls.withLock { $0 } == 2)
+    }
+
+    @Test func staleAuthWorkIsIgnored() {
+        var harness = MachineHarness(auth: .provider { _ in ["token": "x"] })
+        harness.connect()
+        let work = harness.command(.subscribe("/chat")).work[0]
+        _ = harness.machine.connectionEnded(TransportClosure(.livenessTimeout))
+        harness.connect()
+        _ = harness.command(.subscribe("/chat"))
+        #expect(harness.finish(work.id, .success(["token": "x"])).isEmpty)
+    }
+
+    @Test func authProviderFailureRefusesTheNamespace() {
+        var harness = MachineHarness(auth: .provider { _ in throw RealtimeError(.transportFailed, "down") })
+        harness.connect()
+        let work = harness.command(.subscribe("/chat")).work[0]
+        let actions = harness.finish(work.id, .failure(RealtimeError(.transportFailed, "down")))
+        #expect(actions.subscriptionFailures.map(\.0) == ["/chat"])
+        #expect(actions.subscriptionFailures.first?.1.code == .authorizationFailed)
+        #expect(actions.sentFrames.isEmpty)
+    }
+
+    @Test func connectErrorObjectForm() {
+        var harness = MachineHarness(auth: ["token": "wrong"])
+        harness.connect()
+        _ = harness.command(.subscribe("/"))
+        let actions = harness.receive(#"44{"message":"invalid token","data":{"namespace":"/"}}"#)
+        let (channel, error) = try! #require(actions.subscriptionFailures.first)
+        #expect(channel == "/")
+        #expect(error.code == .subscriptionRejected)
+        #expect(error.message == "invalid token")
+        #expect(error.context.serverPayload?["data"]?["namespace"] == "/")
+        #expect(error.context.channel == "/")
+        // No retry loop: nothing is sent and later events for it are dropped.
+        #expect(actions.sentFrames.isEmpty)
+        #expect(harness.receive(#"42["x"]"#).delivered.isEmpty)
+    }
+
+    @Test func connectErrorBareStringForm() {
+        var harness = MachineHarness()
+        harness.connect()
+        _ = harness.command(.subscribe("/nope"))
+        let actions = harness.receive(#"44/nope,"Unable to connect""#)
+        let error = try! #require(actions.subscriptionFailures.first?.1)
+        #expect(error.code == .subscriptionRejected)
+        #expect(error.message == "Unable to connect")
+        #expect(error.context.serverPayload == "Unable to connect")
+    }
+
+    @Test func serverDisconnectEndsTheNamespaceOnly() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/", "/chat"])
+        let request = RequestID(1)
+        _ = harness.command(.request(OutgoingMessage(channel: "/chat", event: "sum", arguments: [1]), request))
+        let actions = harness.receive("41/chat,")
+        #expect(actions.channelEnds.map(\.0) == ["/chat"])
+        #expect(actions.channelEnds.first?.1.code == .channelUnavailable)
+        #expect(actions.closes.isEmpty)
+        #expect(actions.resolutions.map(\.0) == [request])
+        // The main namespace still works.
+        #expect(harness.receive(#"42["still"]"#).delivered.map(\.name) == ["still"])
+        #expect(harness.receive(#"42/chat,["gone"]"#).delivered.isEmpty)
+    }
+
+    @Test func leavingSendsDisconnect() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/chat"])
+        #expect(harness.command(.unsubscribe("/chat")).sentTexts == ["41/chat,"])
+        #expect(harness.receive(#"42/chat,["after"]"#).delivered.isEmpty)
+        #expect(harness.command(.unsubscribe("/chat")).isEmpty)
+    }
+
+    @Test func afterReconnectNamespacesRejoinWithFreshState() {
+        var harness = MachineHarness(auth: ["token": "secret"])
+        harness.connectAndJoin(["/", "/chat"])
+        _ = harness.command(.request(OutgoingMessage(channel: "/chat", event: "a", arguments: []), RequestID(9)))
+        _ = harness.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1006, reason: "")))
+        // Before the new handshake nothing is sent and nothing is connected.
+        let early = harness.command(.send(OutgoingMessage(channel: "/chat", event: "x", arguments: [])))
+        #expect(early.sentFrames.isEmpty)
+        harness.connect()
+        #expect(harness.command(.subscribe("/")).sentTexts == [#"40{"token":"secret"}"#])
+        #expect(harness.command(.subscribe("/chat")).sentTexts == [#"40/chat,{"token":"secret"}"#])
+        #expect(harness.receive(#"40/chat,{"sid":"new"}"#).subscribed.map(\.0) == ["/chat"])
+        // Ack ids restart, and the old request's ack resolves nothing.
+        #expect(harness.receive(#"43/chat,0[1]"#).resolutions.isEmpty)
+        let sent = harness.command(.request(OutgoingMessage(channel: "/chat", event: "b", arguments: []), RequestID(10)))
+        #expect(sent.sentTexts == [#"42/chat,0["b"]"#])
+    }
+}
+
+@Suite("Socket.IO machine: events and acks")
+struct MachineEventTests {
+    @Test func mapsEventsIntoRealtimeEvents() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/chat"])
+        let event = try #require(harness.receive(#"42/chat,["message",{"text":"hi"},2]"#).delivered.first)
+        #expect(event.channel == "/chat")
+        #expect(event.name == "message")
+        #expect(event.data == ["text": "hi"])
+        #expect(event.arguments == [["text": "hi"], 2])
+        #expect(event.rawData == #"["message",{"text":"hi"},2]"#)
+        #expect(event.ackToken == nil)
+
+        let bare = try #require(harness.receive(#"42/chat,["ping"]"#).delivered.first)
+        #expect(bare.data == .null)
+        #expect(bare.arguments.isEmpty)
+    }
+
+    @Test func eventsBeforeTheConnectAckAreDeliveredAfterIt() {
+        var harness = MachineHarness()
+        harness.connect()
+        _ = harness.command(.subscribe("/chat"))
+        #expect(harness.receive(#"42/chat,["welcome",1]"#).delivered.isEmpty)
+        #expect(harness.receive(#"42/chat,["welcome",2]"#).delivered.isEmpty)
+        let actions = harness.receive(#"40/chat,{"sid":"x"}"#)
+        #expect(actions.subscribed.map(\.0) == ["/chat"])
+        #expect(actions.delivered.map(\.data) == [1, 2])
+        // subscribed comes first so the engine's state is right when the events are handled
+        let subscribedIndex = actions.firstIndex { if case .subscribed = $0 { true } else { false } }
+        let deliverIndex = actions.firstIndex { if case .deliver = $0 { true } else { false } }
+        #expect(subscribedIndex! < deliverIndex!)
+    }
+
+    @Test func earlyEventBufferIsBounded() {
+        var harness = MachineHarness(limits: .init(maximumEventsBeforeConnect: 2))
+        harness.connect()
+        _ = harness.command(.subscribe("/"))
+        _ = harness.receive(#"42["a"]"#)
+        _ = harness.receive(#"42["b"]"#)
+        #expect(harness.receive(#"42["c"]"#).reportedErrors.map(\.code) == [.bufferFull])
+        #expect(harness.receive(#"40{"sid":"s"}"#).delivered.map(\.name) == ["a", "b"])
+    }
+
+    @Test func eventsForUnjoinedNamespacesAreDropped() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        #expect(harness.receive(#"42/other,["x"]"#).delivered.isEmpty)
+    }
+
+    @Test func reservedNamesFromTheServerAreRefused() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        let actions = harness.receive(#"42["disconnect"]"#)
+        #expect(actions.delivered.isEmpty)
+        #expect(actions.reportedErrors.map(\.code) == [.protocolViolation])
+    }
+
+    @Test func requestsGetPerNamespaceAckIDs() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/", "/chat"])
+        let sum = OutgoingMessage(channel: "/chat", event: "sum", arguments: [[1, 2, 3]])
+        #expect(harness.command(.request(sum, RequestID(1))).sentTexts == [#"42/chat,0["sum",[1,2,3]]"#])
+        #expect(harness.command(.request(sum, RequestID(2))).sentTexts == [#"42/chat,1["sum",[1,2,3]]"#])
+        let main = OutgoingMessage(channel: "/", event: "echo", arguments: ["x"])
+        #expect(harness.command(.request(main, RequestID(3))).sentTexts == [#"420["echo","x"]"#])
+
+        let second = harness.receive(#"43/chat,1[{"sum":6}]"#).resolutions
+        #expect(second.map(\.0) == [RequestID(2)])
+        #expect(try second.first?.1.get() == [["sum": 6]])
+        #expect(harness.receive(#"43/chat,1[{"sum":6}]"#).resolutions.isEmpty)  // answered once only
+        #expect(try harness.receive(#"430["x"]"#).resolutions.first?.1.get() == ["x"])
+        #expect(try harness.receive("43/chat,0[]").resolutions.first?.1.get() == [])
+    }
+
+    @Test func cancelledRequestsAreForgotten() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        _ = harness.command(.request(OutgoingMessage(channel: "/", event: "slow", arguments: []), RequestID(5)))
+        _ = harness.command(.cancelRequest(RequestID(5)))
+        #expect(harness.receive("430[1]").resolutions.isEmpty)
+    }
+
+    @Test func requestOnANamespaceThatIsNotConnectedFails() {
+        var harness = MachineHarness()
+        harness.connect()
+        let actions = harness.command(.request(OutgoingMessage(channel: "/chat", event: "a", arguments: []), RequestID(1)))
+        #expect(actions.sentFrames.isEmpty)
+        #expect(actions.resolutions.first.map { (try? $0.1.get()) == nil } == true)
+        let send = harness.command(.send(OutgoingMessage(channel: "/chat", event: "a", arguments: [])))
+        #expect(send.reportedErrors.map(\.code) == [.channelUnavailable])
+    }
+
+    @Test func serverAskedAcksCarryATokenAndAreAnsweredOnce() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/chat"])
+        let event = try #require(harness.receive(#"42/chat,1["server_ask",{"q":1}]"#).delivered.first)
+        let token = try #require(event.ackToken)
+        #expect(token == AckToken(channel: "/chat", id: 1))
+        #expect(harness.command(.acknowledge(token, ["yes"])).sentTexts == [#"43/chat,1["yes"]"#])
+        #expect(harness.command(.acknowledge(token, ["again"])).sentFrames.isEmpty)
+    }
+
+    @Test func staleAckTokensAreNotSentOnANewConnection() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        let token = try #require(harness.receive(#"423["ask"]"#).delivered.first?.ackToken)
+        _ = harness.machine.connectionEnded(TransportClosure(.livenessTimeout))
+        harness.connectAndJoin(["/"])
+        #expect(harness.command(.acknowledge(token, [1])).sentFrames.isEmpty)
+    }
+
+    @Test func unansweredServerAcksAreBounded() {
+        var harness = MachineHarness(limits: .init(maximumUnansweredServerAcks: 1))
+        harness.connectAndJoin(["/"])
+        #expect(harness.receive(#"421["a"]"#).delivered.first?.ackToken != nil)
+        let actions = harness.receive(#"422["b"]"#)
+        #expect(actions.delivered.first?.ackToken == nil)
+        #expect(actions.reportedErrors.map(\.code) == [.limitExceeded])
+    }
+
+    @Test func plainSendsHaveNoAckID() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/chat"])
+        let message = OutgoingMessage(channel: "/chat", event: "typing", arguments: [["on": true]])
+        #expect(harness.command(.send(message)).sentTexts == [#"42/chat,["typing",{"on":true}]"#])
+    }
+
+    @Test func packetsOverMaxPayloadAreRefused() {
+        var harness = MachineHarness()
+        harness.connect(openPacket: #"0{"sid":"s","pingInterval":1000,"pingTimeout":2000,"maxPayload":64}"#)
+        _ = harness.command(.subscribe("/"))
+        _ = harness.receive(#"40{"sid":"x"}"#)
+        let big = OutgoingMessage(channel: "/", event: "big", arguments: [.string(String(repeating: "x", count: 100))])
+        let sent = harness.command(.send(big))
+        #expect(sent.sentFrames.isEmpty)
+        #expect(sent.reportedErrors.map(\.code) == [.limitExceeded])
+        let request = harness.command(.request(big, RequestID(1)))
+        #expect(request.sentFrames.isEmpty)
+        #expect(request.resolutions.count == 1)
+        // The ack id was not used up.
+        let small = OutgoingMessage(channel: "/", event: "s", arguments: [])
+        #expect(harness.command(.request(small, RequestID(2))).sentTexts == [#"420["s"]"#])
+    }
+
+    @Test func customCommandsAreUnsupported() {
+        var harness = MachineHarness()
+        harness.connect()
+        let actions = harness.command(.custom(name: "signin", payload: .null, RequestID(4)))
+        #expect(actions.resolutions.first.map { (try? $0.1.get()) == nil } == true)
+    }
+}
+
+@Suite("Socket.IO machine: binary")
+struct MachineBinaryTests {
+    @Test func binaryEventsAreDeliveredWithAttachmentsRestored() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        let header = #"452-["binary_from_server",{"first":{"_placeholder":true,"num":0},"nested":{"second":{"_placeholder":true,"num":1}},"len":4}]"#
+        #expect(harness.receive(header).delivered.isEmpty)
+        #expect(harness.receive(binary: Data([1, 2])).delivered.isEmpty)
+        let event = try #require(harness.receive(binary: Data([3, 4])).delivered.first)
+        #expect(event.name == "binary_from_server")
+        #expect(event.data["first"] == .binary(Data([1, 2])))
+        #expect(event.data["nested"]?["second"] == .binary(Data([3, 4])))
+        #expect(event.rawData == String(header.dropFirst(4)))
+    }
+
+    @Test func binaryAcksResolveRequests() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        let message = OutgoingMessage(channel: "/", event: "binary_echo", arguments: [.binary(Data([9, 8, 7, 6]))])
+        let sent = harness.command(.request(message, RequestID(1)))
+        #expect(sent.sentFrames == [.text(#"451-0["binary_echo",{"_placeholder":true,"num":0}]"#),
+                                    .binary(Data([9, 8, 7, 6]))])
+        _ = harness.receive(#"461-0[{"len":4,"data":{"_placeholder":true,"num":0}}]"#)
+        let resolved = harness.receive(binary: Data([9, 8, 7, 6])).resolutions
+        #expect(try resolved.first?.1.get() == [["len": 4, "data": .binary(Data([9, 8, 7, 6]))]])
+    }
+
+    @Test func binaryAcknowledgementsToTheServer() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/chat"])
+        let token = try #require(harness.receive(#"42/chat,4["want_bytes"]"#).delivered.first?.ackToken)
+        let sent = harness.command(.acknowledge(token, [["blob": .binary(Data([1]))]]))
+        #expect(sent.sentFrames == [.text(#"461-/chat,4[{"blob":{"_placeholder":true,"num":0}}]"#), .binary(Data([1]))])
+    }
+
+    @Test func binaryFramesWithoutAPendingPacketAreViolations() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        let actions = harness.receive(binary: Data([1]))
+        #expect(actions.reportedErrors.map(\.code) == [.protocolViolation])
+        #expect(actions.closes.count == 1)
+    }
+
+    @Test func halfReceivedPacketIsForgottenOnReconnect() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        _ = harness.receive(#"451-["a",{"_placeholder":true,"num":0}]"#)
+        _ = harness.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1006, reason: "")))
+        harness.connectAndJoin(["/"])
+        #expect(harness.receive(#"42["b"]"#).delivered.map(\.name) == ["b"])
+    }
+}
+
+@Suite("Socket.IO machine: connection state recovery")
+struct MachineRecoveryTests {
+    @Test func offsetsAreStrippedAndSentBackOnReconnect() throws {
+        var harness = MachineHarness(auth: ["token": "secret"])
+        harness.connect()
+        _ = harness.command(.subscribe("/"))
+        let first = harness.receive(#"40{"sid":"a","pid":"p1"}"#)
+        #expect(first.subscribed.first?.1 == false)
+
+        let event = try #require(harness.receive(#"42["news",1,"off-1"]"#).delivered.first)
+        #expect(event.arguments == [1])
+        _ = harness.receive(#"42["news",2,"off-2"]"#)
+        // Events with an ack id carry no offset.
+        let asked = try #require(harness.receive(#"427["ask","keep"]"#).delivered.first)
+        #expect(asked.arguments == ["keep"])
+
+        _ = harness.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1006, reason: "")))
+        harness.connect()
+        #expect(harness.command(.subscribe("/")).sentTexts == [#"40{"offset":"off-2","pid":"p1","token":"secret"}"#])
+        let recovered = harness.receive(#"40{"sid":"b","pid":"p1"}"#)
+        #expect(recovered.subscribed.first?.1 == true)
+    }
+
+    @Test func aNewPidMeansNotRecovered() {
+        var harness = MachineHarness()
+        harness.connect()
+        _ = harness.command(.subscribe("/chat"))
+        _ = harness.receive(#"40/chat,{"sid":"a","pid":"p1"}"#)
+        _ = harness.machine.connectionEnded(TransportClosure(.livenessTimeout))
+        harness.connect()
+        #expect(harness.command(.subscribe("/chat")).sentTexts == [#"40/chat,{"pid":"p1"}"#])
+        let actions = harness.receive(#"40/chat,{"sid":"b","pid":"p2"}"#)
+        #expect(actions.subscribed.first?.1 == false)
+        // The new pid is the one offered next time.
+        _ = harness.machine.connectionEnded(TransportClosure(.livenessTimeout))
+        harness.connect()
+        #expect(harness.command(.subscribe("/chat")).sentTexts == [#"40/chat,{"pid":"p2"}"#])
+    }
+
+    @Test func withoutRecoveryStringArgumentsStay() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        let event = try #require(harness.receive(#"42["msg","hello"]"#).delivered.first)
+        #expect(event.arguments == ["hello"])
+    }
+
+    @Test func eventsBufferedBeforeTheAckAreStrippedToo() throws {
+        var harness = MachineHarness()
+        harness.connect()
+        _ = harness.command(.subscribe("/"))
+        _ = harness.receive(#"42["early","x","off-9"]"#)
+        let actions = harness.receive(#"40{"sid":"a","pid":"p"}"#)
+        #expect(actions.delivered.first?.arguments == ["x"])
+    }
+
+    @Test func serverDisconnectForgetsTheRecoverySession() {
+        var harness = MachineHarness()
+        harness.connect()
+        _ = harness.command(.subscribe("/"))
+        _ = harness.receive(#"40{"sid":"a","pid":"p1"}"#)
+        #expect(harness.receive("41").channelEnds.map(\.0) == ["/"])
+        // The app joins again by hand: no pid is offered, the server forgot the session.
+        #expect(harness.command(.subscribe("/")).sentTexts == ["40"])
+    }
+}
+
+@Suite("Socket.IO dialect")
+struct DialectTests {
+    @Test func websocketRequest() throws {
+        let dialect = SocketIODialect.socketIO(url: URL(string: "https://api.example.com")!,
+                                               headers: [HTTPHeader("X-App", "1")],
+                                               queryItems: [URLQueryItem(name: "room", value: "a b")],
+                                               connectTimeout: .seconds(7))
+        let request = try dialect.makeConnectionRequest()
+        #expect(request.url.absoluteString == "wss://api.example.com/socket.io/?room=a%20b&EIO=4&transport=websocket")
+        #expect(request.headers == [HTTPHeader("X-App", "1")])
+        #expect(request.connectTimeout == .seconds(7))
+        #expect(dialect.defaultChannels == ["/"])
+        #expect(dialect.name == "socket.io")
+    }
+
+    @Test func pollingRequestAndCustomPath() throws {
+        let dialect = SocketIODialect(url: URL(string: "ws://127.0.0.1:3000")!, path: "realtime",
+                                      transports: [.polling, .websocket])
+        let request = try dialect.makeConnectionRequest()
+        #expect(request.url.absoluteString == "http://127.0.0.1:3000/realtime/?EIO=4&transport=polling")
+        #expect(dialect.upgrades)
+        #expect(!SocketIODialect(url: URL(string: "http://h")!, transports: [.polling]).upgrades)
+    }
+
+    @Test func urlPathNamesTheDefaultNamespace() {
+        #expect(SocketIODialect(url: URL(string: "https://h/admin")!).defaultChannels == ["/admin"])
+        #expect(SocketIODialect(url: URL(string: "https://h/")!).defaultChannels == ["/"])
+        #expect(SocketIODialect(url: URL(string: "https://h")!, defaultNamespaces: []).defaultChannels.isEmpty)
+    }
+
+    @Test func badURLsAreInvalidArguments() {
+        for text in ["ftp://h", "/relative"] {
+            let dialect = SocketIODialect(url: URL(string: text)!)
+            let error = #expect(throws: RealtimeError.self) { try dialect.makeConnectionRequest() }
+            #expect(error?.code == .invalidArgument)
+        }
+    }
+
+    @Test func reconnectDefaultsAreTheJSClients() {
+        let policy = SocketIODialect(url: URL(string: "https://h")!).reconnectPolicy
+        #expect(policy == ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(5),
+                                          jitter: .proportional(0.5)))
+    }
+
+    @Test func refusesReservedNames() {
+        let dialect = SocketIODialect(url: URL(string: "https://h")!)
+        for name in ["connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener"] {
+            let error = dialect.validate(OutgoingMessage(channel: "/", event: name, arguments: []), expectsReply: false)
+            #expect(error?.code == .invalidArgument, "\(name)")
+        }
+        #expect(dialect.validate(OutgoingMessage(channel: "/", event: "message", arguments: []), expectsReply: true) == nil)
+    }
+
+    @Test func refusesTooManyAttachments() {
+        let dialect = SocketIODialect(url: URL(string: "https://h")!, limits: .init(maximumAttachments: 1))
+        let two = OutgoingMessage(channel: "/", event: "b", arguments: [.binary(Data([1])), [.binary(Data([2]))]])
+        #expect(dialect.validate(two, expectsReply: false)?.code == .limitExceeded)
+    }
+}

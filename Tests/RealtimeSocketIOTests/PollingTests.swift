@@ -1,0 +1,222 @@
+import Foundation
+import RealtimeCore
+@testable import RealtimeSocketIO
+import Testing
+
+/// Drives `EngineIOPolling` with scripted HTTP answers and probe events.
+private struct PollingHarness {
+    var polling: EngineIOPolling
+
+    init(upgrade: Bool = false) {
+        let request = ConnectionRequest(url: URL(string: "http://127.0.0.1:3000/socket.io/?EIO=4&transport=polling")!)
+        polling = EngineIOPolling(request: request, upgrade: upgrade)
+    }
+
+    static func body(_ frames: [TransportFrame]) -> Data { PollingPayload.encode(frames).body }
+
+    static let open = TransportFrame.text(#"0{"sid":"S1","upgrades":["websocket"],"pingInterval":1000,"pingTimeout":2000,"maxPayload":40}"#)
+
+    mutating func get(_ frames: [TransportFrame], status: Int = 200) -> [EngineIOPolling.Action] {
+        polling.handle(.getFinished(.success(.init(status: status, body: Self.body(frames)))))
+    }
+
+    mutating func postOK() -> [EngineIOPolling.Action] {
+        polling.handle(.postFinished(.success(.init(status: 200, body: Data("OK".utf8)))))
+    }
+
+    mutating func started() -> [EngineIOPolling.Action] {
+        _ = polling.handle(.start)
+        return get([Self.open])
+    }
+}
+
+extension Array where Element == EngineIOPolling.Action {
+    var gets: [URL] { compactMap { if case .get(let url, _) = $0 { url } else { nil } } }
+    var posts: [(URL, Data)] { compactMap { if case .post(let url, let body, _) = $0 { (url, body) } else { nil } } }
+    var events: [TransportEvent] { compactMap { if case .event(let event) = $0 { event } else { nil } } }
+    var receivedFrames: [TransportFrame] {
+        events.flatMap { event -> [TransportFrame] in if case .received(let frames) = event { frames } else { [] } }
+    }
+    var closures: [TransportClosure] {
+        events.compactMap { if case .closed(let closure) = $0 { closure } else { nil } }
+    }
+    var probeSends: [TransportFrame] { flatMap { action -> [TransportFrame] in if case .probeSend(let frames) = action { frames } else { [] } } }
+    var probeOpens: [ConnectionRequest] { compactMap { if case .openProbe(let request) = $0 { request } else { nil } } }
+    var isOpened: Bool { events.contains { if case .opened = $0 { true } else { false } } }
+}
+
+private func query(_ url: URL, _ name: String) -> String? {
+    URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == name }?.value
+}
+
+@Suite("Engine.IO long-polling")
+struct PollingTests {
+    @Test func handshakeOpensAndPolls() throws {
+        var harness = PollingHarness()
+        let start = harness.polling.handle(.start)
+        let first = try #require(start.gets.first)
+        #expect(query(first, "sid") == nil)
+        #expect(query(first, "EIO") == "4")
+        #expect(query(first, "transport") == "polling")
+
+        let actions = harness.get([PollingHarness.open, .text("40")])
+        #expect(actions.isOpened)
+        #expect(actions.receivedFrames == [PollingHarness.open, .text("40")])
+        let next = try #require(actions.gets.first)
+        #expect(query(next, "sid") == "S1")
+        #expect(actions.probeOpens.isEmpty)  // upgrade not enabled
+    }
+
+    @Test func onePostAtATimeBatchedWithinMaxPayload() throws {
+        var harness = PollingHarness()
+        _ = harness.started()
+        let first = harness.polling.handle(.send([.text("40")]))
+        #expect(first.posts.map(\.1) == [Data("40".utf8)])
+        // While that POST is in flight, more frames queue.
+        let queued = harness.polling.handle(.send([.text("42[\"a\"]"), .binary(Data([1, 2, 3])),
+                                                   .text(String(repeating: "x", count: 30))]))
+        #expect(queued.posts.isEmpty)
+        let second = harness.postOK()
+        // maxPayload is 40 bytes: the first two packets fit (7 + 1 + 5), the 30-byte one waits.
+        #expect(second.posts.map(\.1) == [PollingHarness.body([.text("42[\"a\"]"), .binary(Data([1, 2, 3]))])])
+        let third = harness.postOK()
+        #expect(third.posts.map(\.1) == [Data(String(repeating: "x", count: 30).utf8)])
+        #expect(harness.postOK().posts.isEmpty)
+    }
+
+    @Test func oneGetAtATimeAndPausedReading() {
+        var harness = PollingHarness()
+        let opened = harness.started()
+        #expect(opened.gets.count == 1)
+        #expect(harness.polling.handle(.setReadingPaused(true)).gets.isEmpty)
+        let answered = harness.get([.text("2")])
+        #expect(answered.receivedFrames == [.text("2")])
+        #expect(answered.gets.isEmpty)  // paused: no new poll
+        #expect(harness.polling.handle(.setReadingPaused(false)).gets.count == 1)
+        #expect(harness.polling.handle(.setReadingPaused(false)).gets.isEmpty)
+    }
+
+    @Test func handshakeErrors() {
+        var rejected = PollingHarness()
+        _ = rejected.polling.handle(.start)
+        let closure = rejected.get([.text("bad")], status: 400).closures.first
+        #expect(closure?.duringOpen == true)
+        if case .failed(let error)? = closure?.kind {
+            #expect(error.code == .handshakeRejected)
+            #expect(error.context.httpStatus == 400)
+        } else {
+            Issue.record("expected a failure")
+        }
+
+        var noOpen = PollingHarness()
+        _ = noOpen.polling.handle(.start)
+        if case .failed(let error)? = noOpen.get([.text("40")]).closures.first?.kind {
+            #expect(error.code == .handshakeInvalid)
+        } else {
+            Issue.record("expected a failure")
+        }
+    }
+
+    @Test func serverCloseEndsTheConnection() {
+        var harness = PollingHarness()
+        _ = harness.started()
+        let actions = harness.get([.text("1")])
+        #expect(actions.receivedFrames == [.text("1")])
+        #expect(actions.closures.first?.kind == .closedByPeer(code: 1000, reason: "Engine.IO close"))
+        #expect(actions.gets.isEmpty)
+        #expect(harness.polling.handle(.send([.text("3")])).isEmpty)
+    }
+
+    @Test func localCloseSendsTheClosePacket() {
+        var harness = PollingHarness()
+        _ = harness.started()
+        let actions = harness.polling.handle(.close(code: 1000, reason: "bye"))
+        #expect(actions.posts.map(\.1) == [Data("1".utf8)])
+        #expect(actions.closures.first?.kind == .closedLocally(code: 1000, reason: "bye"))
+        // The close POST comes after the in-flight requests are abandoned.
+        let cancelIndex = actions.firstIndex { if case .abandonRequests = $0 { true } else { false } }
+        let postIndex = actions.firstIndex { if case .post = $0 { true } else { false } }
+        #expect(cancelIndex! < postIndex!)
+        #expect(harness.polling.handle(.close(code: 1000, reason: "again")).isEmpty)
+    }
+
+    @Test func httpFailuresAreTransportFailures() {
+        var harness = PollingHarness()
+        _ = harness.started()
+        _ = harness.polling.handle(.send([.text("3")]))
+        let actions = harness.polling.handle(.postFinished(.success(.init(status: 400, body: Data()))))
+        if case .failed(let error)? = actions.closures.first?.kind {
+            #expect(error.code == .transportFailed)
+            #expect(error.context.httpStatus == 400)
+        } else {
+            Issue.record("expected a failure")
+        }
+    }
+
+    @Test func upgradeProbesPausesAndSwitches() throws {
+        var harness = PollingHarness(upgrade: true)
+        let opened = harness.started()
+        let probe = try #require(opened.probeOpens.first)
+        #expect(probe.url.scheme == "ws")
+        #expect(query(probe.url, "transport") == "websocket")
+        #expect(query(probe.url, "sid") == "S1")
+
+        #expect(harness.polling.handle(.probe(.opened(TransportOpenInfo()))).probeSends == [.text("2probe")])
+        _ = harness.polling.handle(.send([.text("40")]))  // a POST is in flight
+        let probed = harness.polling.handle(.probe(.received([.text("3probe")])))
+        #expect(probed.probeSends.isEmpty)  // GET and POST still in flight
+        #expect(harness.polling.handle(.send([.text("42[\"queued\"]")])).posts.isEmpty)
+        #expect(harness.postOK().posts.isEmpty)
+        // The server releases the pending GET with a noop; no new GET, and the upgrade completes.
+        let released = harness.get([.text("6")])
+        #expect(released.gets.isEmpty)
+        #expect(released.probeSends == [.text("5"), .text("42[\"queued\"]")])
+        #expect(harness.polling.isUpgraded)
+
+        #expect(harness.polling.handle(.send([.text("3")])).probeSends == [.text("3")])
+        #expect(harness.polling.handle(.probe(.received([.text("6"), .text("2")]))).receivedFrames == [.text("6"), .text("2")])
+        let closed = harness.polling.handle(.probe(.closed(TransportClosure(.closedByPeer(code: 1006, reason: "")))))
+        #expect(closed.closures.first?.kind == .closedByPeer(code: 1006, reason: ""))
+    }
+
+    @Test func failedProbeKeepsPolling() throws {
+        var harness = PollingHarness(upgrade: true)
+        _ = harness.started()
+        _ = harness.polling.handle(.probe(.opened(TransportOpenInfo())))
+        let failed = harness.polling.handle(.probe(.closed(TransportClosure(.failed(RealtimeError(.handshakeRejected, "400"))))))
+        #expect(failed.closures.isEmpty)
+        #expect(!harness.polling.isUpgraded)
+        #expect(harness.polling.handle(.send([.text("3")])).posts.count == 1)
+        #expect(harness.get([.text("2")]).gets.count == 1)
+    }
+
+    @Test func unexpectedProbeAnswerAbandonsTheUpgrade() {
+        var harness = PollingHarness(upgrade: true)
+        _ = harness.started()
+        _ = harness.polling.handle(.probe(.opened(TransportOpenInfo())))
+        let actions = harness.polling.handle(.probe(.received([.text("3nope")])))
+        #expect(actions.contains { if case .probeAbort = $0 { true } else { false } })
+        #expect(!harness.polling.isUpgraded)
+    }
+
+    @Test func noUpgradeWhenTheServerOffersNone() {
+        var harness = PollingHarness(upgrade: true)
+        _ = harness.polling.handle(.start)
+        let actions = harness.get([.text(#"0{"sid":"S","upgrades":[],"pingInterval":1000,"pingTimeout":1000}"#)])
+        #expect(actions.probeOpens.isEmpty)
+    }
+
+    @Test func plainHTTPToARemoteHostIsRefusedBeforeAnyRequest() {
+        let transport = EngineIOPollingTransport(upgradeTransport: nil)
+        let events = Locked<[TransportEvent]>([])
+        let request = ConnectionRequest(url: URL(string: "http://example.com/socket.io/?EIO=4&transport=polling")!)
+        _ = transport.open(request) { event in events.withLock { $0.append(event) } }
+        guard case .closed(let closure)? = events.withLock({ $0.first }), case .failed(let error) = closure.kind else {
+            Issue.record("expected an immediate failure")
+            return
+        }
+        #expect(error.code == .invalidArgument)
+        #expect(closure.duringOpen)
+        #expect(events.withLock { $0.count } == 1)
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import RealtimeCore
+@testable import RealtimeSocketIO
+import RealtimeTesting
+import Testing
+
+/// A few lines of Socket.IO server over an `InMemoryPeer`: open packet, CONNECT acks (token checked when
+/// `requiredToken` is set), `sum` acks and a welcome event before the CONNECT ack.
+private func serve(_ peer: InMemoryPeer, requiredToken: String? = nil, tokens: Locked<[String]>) {
+    peer.onReceive { frame, peer in
+        guard case .text(let text) = frame else { return }
+        if text.hasPrefix("40") {
+            var decoder = SocketIOPacketDecoder()
+            guard let packet = try? decoder.receive(text: String(text.dropFirst())) else { return }
+            let token = packet.payload?["token"]?.stringValue ?? ""
+            tokens.withLock { $0.append(token) }
+            let prefix = packet.namespace == "/" ? "" : packet.namespace + ","
+            if let requiredToken, token != requiredToken {
+                peer.send(text: #"44\#(prefix){"message":"invalid token"}"#)
+                return
+            }
+            // python-socketio may emit from its connect handler before the ack.
+            peer.send([.text(#"42\#(prefix)["welcome","\#(packet.namespace)"]"#),
+                       .text(#"40\#(prefix){"sid":"ns-\#(peer.index)"}"#)])
+        } else if text.hasPrefix("42"), text.contains(#"["sum","#) {
+            var decoder = SocketIOPacketDecoder()
+            guard let packet = try? decoder.receive(text: String(text.dropFirst())), let id = packet.id,
+                  let numbers = packet.payload?[1]?.arrayValue else { return }
+            let total = numbers.compactMap(\.integerValue).reduce(0, +)
+            peer.send(SocketIOPacket(kind: .ack, namespace: packet.namespace, id: id, payload: [["sum": .integer(total)]])
+                .encoded())
+        }
+    }
+    peer.accept()
+    peer.send(text: #"0{"sid":"eio-\#(peer.index)","upgrades":[],"pingInterval":1000,"pingTimeout":2000,"maxPayload":100000}"#)
+}
+
+@Suite("Socket.IO over the session engine")
+struct SessionTests {
+    private func makeSession(auth: SocketIOAuth?, requiredToken: String? = nil)
+        -> (RealtimeSession, InMemoryTransport, ManualClock, Locked<[String]>) {
+        let tokens = Locked<[String]>([])
+        let transport = InMemoryTransport(autoAccept: false) { peer in
+            serve(peer, requiredToken: requiredToken, tokens: tokens)
+        }
+        let clock = ManualClock()
+        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "http://127.0.0.1:1")!, auth: auth),
+                                      transport: transport,
+                                      options: SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(1)))
+        return (session, transport, clock, tokens)
+    }
+
+    @Test func connectsJoinsAndRequests() async throws {
+        let (session, transport, _, tokens) = makeSession(auth: ["token": "secret"], requiredToken: "secret")
+        let welcomes = Locked<[JSONValue]>([])
+        let chat = session.channel("/chat")
+        chat.on("welcome") { event in welcomes.withLock { $0.append(event.data) } }
+        try await session.connect()
+        #expect(session.connectionID == "eio-0")
+        try await chat.subscribed()
+        let reply = try await chat.request("sum", [1, 2, 3])
+        #expect(reply == [["sum": 6]])
+        #expect(welcomes.withLock { $0 } == ["/chat"])
+        #expect(tokens.withLock { $0 } == ["secret", "secret"])  // "/" and "/chat"
+        #expect(transport.peers[0].receivedTexts.contains(#"42/chat,0["sum",[1,2,3]]"#))
+        session.disconnect()
+    }
+
+    @Test func refusedAuthFailsTheChannelWithTheServerPayload() async throws {
+        let (session, _, _, _) = makeSession(auth: ["token": "wrong"], requiredToken: "secret")
+        let chat = session.channel("/chat")
+        try await session.connect()
+        let error = await #expect(throws: RealtimeError.self) { try await chat.subscribed() }
+        #expect(error?.code == .subscriptionRejected)
+        #expect(error?.context.serverPayload?["message"] == "invalid token")
+        session.disconnect()
+    }
+
+    @Test func reconnectRejoinsEveryNamespaceWithFreshAuth() async throws {
+        let counter = Locked(0)
+        let (session, transport, clock, tokens) = makeSession(auth: .provider { _ in
+            let value = counter.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return ["token": .string("t\(value)")]
+        })
+        let chat = session.channel("/chat")
+        let main = session.channel("/")
+        try await session.connect()
+        try await chat.subscribed()
+        try await main.subscribed()
+        #expect(Set(tokens.withLock { $0 }) == ["t1", "t2"])
+
+        transport.peers[0].drop()
+        clock.advance(by: .seconds(2))  // the first delay is at most 1.5 s; liveness needs 3 s
+        _ = await transport.peer(1)
+        try await chat.subscribed()
+        try await main.subscribed()
+        // Both namespaces joined again, each with a token fetched for this connection.
+        let afterReconnect = Array(tokens.withLock { $0 }.dropFirst(2))
+        #expect(Set(afterReconnect) == ["t3", "t4"])
+        #expect(session.connectionID == "eio-1")
+        session.disconnect()
+    }
+}
