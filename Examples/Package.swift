@@ -1,0 +1,16 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Examples live in their own package so the library's package stays free of demo targets.
+let package = Package(
+    name: "RealtimeExamples",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    dependencies: [.package(path: "..")],
+    targets: [
+        .executableTarget(
+            name: "ChatClient",
+            dependencies: [.product(name: "Realtime", package: "Realtime")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
