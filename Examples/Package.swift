@@ -5,7 +5,7 @@ import PackageDescription
 let package = Package(
     name: "RealtimeExamples",
     platforms: [.macOS(.v13), .iOS(.v16)],
-    dependencies: [.package(path: "..")],
+    dependencies: [.package(name: "Realtime", path: "..")],
     targets: [
         .executableTarget(
             name: "ChatClient",
