@@ -124,10 +124,19 @@ struct SessionEngineTests {
         let harness = EngineHarness(dialect: LineDialect(policy: policy), script: { index in
             index == 0 ? EngineHarness.welcome() : [.drop]
         })
+        let room = harness.session.channel("room")
         try await harness.session.connect()
         harness.peers[0].drop()
+        let sending = Task { try await room.send("note", "never delivered") }
+        await eventually("the send to be buffered") { harness.session.bufferedSendCount == 1 }
         harness.clock.advance(by: .seconds(10))
         #expect(harness.peers.count == 4)
+        do {
+            try await sending.value
+            Issue.record("a buffered send must fail when the session fails")
+        } catch let error as RealtimeError {
+            #expect(error.code == .sessionFailed)
+        }
         guard case .failed(let error) = harness.session.state else {
             Issue.record("expected failed, got \(harness.session.state)")
             return
