@@ -1,0 +1,187 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RealtimeCore
+
+/// What an authorizer is asked to sign.
+public struct PusherAuthRequest: Sendable, Hashable {
+    /// The server's id for this connection (`socket_id` / `connection_id`).
+    public var connectionID: String
+    /// The channel to authorize; `nil` for a user sign-in.
+    public var channel: String?
+    public var vendor: PusherVendor
+
+    public init(connectionID: String, channel: String?, vendor: PusherVendor) {
+        self.connectionID = connectionID
+        self.channel = channel
+        self.vendor = vendor
+    }
+}
+
+/// An authorizer's answer: the body of a Pusher `/pusher/auth` or `/pusher/user-auth` response.
+public struct PusherAuthorization: Sendable, Hashable {
+    /// `<key>:<hex signature>`.
+    public var auth: String
+    /// Presence identity, sent byte-for-byte as signed (`channel_data` / `member_data`).
+    public var channelData: String?
+    /// Key of an encrypted channel (base64).
+    public var sharedSecret: String?
+    /// Sign-in identity, sent byte-for-byte as signed (`user_data` / `member_data`).
+    public var userData: String?
+
+    public init(auth: String, channelData: String? = nil, sharedSecret: String? = nil, userData: String? = nil) {
+        self.auth = auth
+        self.channelData = channelData
+        self.sharedSecret = sharedSecret
+        self.userData = userData
+    }
+}
+
+/// How private and presence channels and user sign-in get their signatures.
+public enum PusherAuthorizer: Sendable {
+    /// Your own code signs (usually by calling your backend). Throw a `RealtimeError` to choose the code.
+    case custom(@Sendable (PusherAuthRequest) async throws -> PusherAuthorization)
+    /// `POST`s to your backend: form-encoded for Pusher (`socket_id`, `channel_name`), JSON for Bird
+    /// (`connection_id`, `channel_name`), with extra `headers` and `params`. Sign-in goes to `userURL`.
+    /// A status outside 200–299 fails with `.authorizationFailed` and `context.httpStatus`.
+    case endpoint(URL, userURL: URL? = nil, headers: [HTTPHeader] = [], params: [String: String] = [:])
+    /// Signs in the client with the app secret. **For development and tests only**: an app that ships its
+    /// secret lets anyone join any channel. `presenceData` is the presence identity
+    /// (`{"user_id":"1"}`), `userData` the sign-in identity (`{"id":"1"}`).
+    case inline(secret: String, presenceData: String? = nil, userData: String? = nil)
+
+    /// Runs the authorizer for `request`; `key` is the app key that prefixes inline signatures.
+    func authorize(_ request: PusherAuthRequest, key: String) async throws(RealtimeError) -> PusherAuthorization {
+        switch self {
+        case .custom(let body):
+            do {
+                return try await body(request)
+            } catch let error as RealtimeError {
+                throw error
+            } catch {
+                throw RealtimeError(.operationFailed, "the \(request.vendor.name) authorizer threw",
+                                    context: .init(channel: request.channel.map { ChannelID($0) },
+                                                   detail: String(describing: error)))
+            }
+        case .inline(let secret, let presenceData, let userData):
+            return try Self.sign(request, key: key, secret: secret, presenceData: presenceData, userData: userData)
+        case .endpoint(let url, let userURL, let headers, let params):
+            let target = request.channel == nil ? (userURL ?? url) : url
+            return try await PusherAuthEndpoint.post(request, to: target, headers: headers, params: params)
+        }
+    }
+
+    /// The inline signer, public for tests and tools.
+    public static func sign(_ request: PusherAuthRequest, key: String, secret: String, presenceData: String?,
+                            userData: String?) throws(RealtimeError) -> PusherAuthorization {
+        let vendor = request.vendor
+        guard let channel = request.channel else {
+            guard let userData else {
+                throw RealtimeError(.invalidArgument, "the inline signer needs userData to sign in")
+            }
+            let signed = vendor.signinSignedString(connectionID: request.connectionID, identity: userData)
+            return PusherAuthorization(auth: "\(key):\(HMACSHA256.hex(signed, key: secret))", userData: userData)
+        }
+        let identity: String?
+        if channel.hasPrefix("presence-") {
+            guard let presenceData else {
+                throw RealtimeError(.invalidArgument, "the inline signer needs presenceData for \(channel)",
+                                    context: .init(channel: ChannelID(channel)))
+            }
+            identity = presenceData
+        } else {
+            identity = nil
+        }
+        let signed = vendor.channelSignedString(connectionID: request.connectionID, channel: channel, identity: identity)
+        return PusherAuthorization(auth: "\(key):\(HMACSHA256.hex(signed, key: secret))", channelData: identity)
+    }
+}
+
+/// The HTTP round-trip of ``PusherAuthorizer/endpoint(_:userURL:headers:params:)``.
+enum PusherAuthEndpoint {
+    /// Longest auth response body accepted.
+    static let maximumBodyCount = 64 * 1024
+
+    /// The request for `auth` (built apart from the round-trip so it can be tested without a network).
+    static func urlRequest(_ auth: PusherAuthRequest, to url: URL, headers: [HTTPHeader],
+                           params: [String: String]) -> URLRequest {
+        var fields = params
+        fields[auth.vendor.authIDParameter] = auth.connectionID
+        if let channel = auth.channel { fields["channel_name"] = channel }
+        var request = URLRequest(url: url, timeoutInterval: 20)
+        request.httpMethod = "POST"
+        switch auth.vendor.authEncoding {
+        case .form:
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(formEncoded(fields).utf8)
+        case .json:
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(JSONValue.object(fields.mapValues { .string($0) }).serialized().utf8)
+        }
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        for header in headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        return request
+    }
+
+    /// `name=value&…` sorted by name, with everything but unreserved characters percent-encoded.
+    static func formEncoded(_ fields: [String: String]) -> String {
+        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+        allowed.insert(charactersIn: "-._~")
+        func encode(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
+        return fields.sorted { $0.key < $1.key }.map { "\(encode($0.key))=\(encode($0.value))" }.joined(separator: "&")
+    }
+
+    static func post(_ auth: PusherAuthRequest, to url: URL, headers: [HTTPHeader],
+                     params: [String: String]) async throws(RealtimeError) -> PusherAuthorization {
+        let request = urlRequest(auth, to: url, headers: headers, params: params)
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let body: Data
+        let response: URLResponse
+        do {
+            (body, response) = try await session.data(for: request)
+        } catch {
+            throw RealtimeError(.authorizationFailed, "the auth endpoint could not be reached",
+                                context: .init(channel: auth.channel.map { ChannelID($0) },
+                                               detail: "\(url.absoluteString): \(error.localizedDescription)"))
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        return try decode(body, status: status, auth: auth, endpoint: url)
+    }
+
+    /// Checks the status and reads `{auth, channel_data?, shared_secret?, user_data?}` (or Bird's `member_data`).
+    static func decode(_ body: Data, status: Int, auth: PusherAuthRequest,
+                       endpoint: URL) throws(RealtimeError) -> PusherAuthorization {
+        let channel = auth.channel.map { ChannelID($0) }
+        guard (200..<300).contains(status) else {
+            throw RealtimeError(.authorizationFailed, "the auth endpoint answered HTTP \(status)",
+                                context: .init(httpStatus: status, channel: channel,
+                                               detail: String(decoding: body.prefix(200), as: UTF8.self)))
+        }
+        guard body.count <= maximumBodyCount else {
+            throw RealtimeError(.limitExceeded, "the auth response is larger than \(maximumBodyCount) bytes",
+                                context: .init(httpStatus: status, channel: channel))
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(body)
+        } catch {
+            throw RealtimeError(.authorizationFailed, "the auth response is not JSON",
+                                context: .init(httpStatus: status, channel: channel, detail: error.message))
+        }
+        guard let signature = json["auth"]?.stringValue else {
+            throw RealtimeError(.authorizationFailed, "the auth response has no 'auth' string",
+                                context: .init(httpStatus: status, serverPayload: json, channel: channel))
+        }
+        let identityKey = auth.channel == nil ? auth.vendor.signinDataKey : auth.vendor.subscribeIdentityKey
+        let identity = json[identityKey]?.stringValue
+        if auth.channel == nil, identity == nil {
+            throw RealtimeError(.authorizationFailed, "the sign-in auth response has no '\(identityKey)' string",
+                                context: .init(httpStatus: status, serverPayload: json))
+        }
+        return PusherAuthorization(auth: signature, channelData: auth.channel == nil ? nil : identity,
+                                   sharedSecret: json["shared_secret"]?.stringValue,
+                                   userData: auth.channel == nil ? identity : nil)
+    }
+}

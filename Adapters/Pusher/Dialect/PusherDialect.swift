@@ -1,0 +1,144 @@
+import Foundation
+import RealtimeCore
+
+/// The Pusher Channels protocol (v7), and Bird Realtime which speaks it with other names (``PusherVendor``).
+///
+/// Channel names choose the kind: `private-…` and `presence-…` are authorized through ``PusherAuthorizer``
+/// before the subscribe is sent (again after every reconnect); other names are public. Events arrive under
+/// their own names; internal events (`pusher_internal:member_added`) arrive under the public prefix
+/// (`pusher:member_added`). `send` carries client events (`client-…`) on private and presence channels.
+///
+/// ```swift
+/// let session = RealtimeSession(dialect: .pusher(key: "app-key", cluster: "eu",
+///                                                authorizer: .endpoint(URL(string: "https://example.com/pusher/auth")!)))
+/// let room = session.channel("presence-room")
+/// room.on("pusher:member_added") { event in print(event.data) }
+/// try await room.send("client-typing", ["on": true])
+/// ```
+public struct PusherDialect: RealtimeDialect {
+    /// Protocol version sent in the URL.
+    public static let protocolVersion = 7
+    /// Version sent as the `version` query item.
+    public static let libraryVersion = "0.1.0"
+    /// Exponential backoff with full jitter: 1 s, ×2 per attempt, at most 30 s, unlimited attempts.
+    public static let defaultReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2,
+                                                               maximumDelay: .seconds(30), jitter: .full)
+
+    public var vendor: PusherVendor
+    /// The app key (Pusher `key`, Bird `appKey`).
+    public var key: String
+    public var host: String
+    /// `nil` uses 443 with TLS and 80 without.
+    public var port: Int?
+    /// `false` only for loopback hosts (tests and local servers); every other host uses `wss`.
+    public var usesTLS: Bool
+    public var authorizer: PusherAuthorizer?
+    /// Idle time before the client pings; the server's `activity_timeout` lowers it.
+    public var activityTimeout: Duration
+    /// How long a ping may go unanswered before the link counts as dead.
+    public var pongTimeout: Duration
+    public var reconnectPolicy: ReconnectPolicy
+    public var connectTimeout: Duration
+
+    public var name: String { vendor.name }
+
+    /// - Parameters:
+    ///   - host: the WebSocket host; `ws` is used only when it is loopback (`localhost`, `127.0.0.1`, `::1`).
+    public init(vendor: PusherVendor, key: String, host: String, port: Int? = nil, authorizer: PusherAuthorizer? = nil,
+                activityTimeout: Duration = .seconds(120), pongTimeout: Duration = .seconds(30),
+                reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy,
+                connectTimeout: Duration = .seconds(20)) {
+        self.vendor = vendor
+        self.key = key
+        self.host = host
+        self.port = port
+        self.usesTLS = !Self.isLoopback(host)
+        self.authorizer = authorizer
+        self.activityTimeout = activityTimeout
+        self.pongTimeout = pongTimeout
+        self.reconnectPolicy = reconnectPolicy
+        self.connectTimeout = connectTimeout
+    }
+
+    public func makeMachine() -> PusherMachine {
+        PusherMachine(vendor: vendor, key: key, authorizer: authorizer, activityTimeout: activityTimeout,
+                      pongTimeout: pongTimeout)
+    }
+
+    /// `ws(s)://host[:port]/app/<key>?protocol=7&client=…&version=…`.
+    public var url: URL {
+        var components = URLComponents()
+        components.scheme = usesTLS ? "wss" : "ws"
+        components.host = host
+        components.port = port
+        components.percentEncodedPath = "/app/" + (key.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed
+            .subtracting(CharacterSet(charactersIn: "/?#"))) ?? key)
+        components.queryItems = [URLQueryItem(name: "protocol", value: String(Self.protocolVersion)),
+                                 URLQueryItem(name: "client", value: vendor.clientName),
+                                 URLQueryItem(name: "version", value: Self.libraryVersion)]
+        // Every part above is valid, so `url` cannot be nil; the fallback keeps the API non-optional.
+        return components.url ?? URL(fileURLWithPath: "/")
+    }
+
+    public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
+        .ready(ConnectionRequest(url: url, connectTimeout: connectTimeout))
+    }
+
+    /// Client events only: `client-` names, on private or presence channels, never encrypted ones, no acks.
+    public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
+        if expectsReply { return .unsupported("requests (acknowledgements)") }
+        let channel = message.channel.name
+        let context = RealtimeError.Context(channel: message.channel, detail: message.event)
+        guard message.event.hasPrefix("client-") else {
+            return RealtimeError(.invalidArgument, "\(vendor.name) clients can only send events named 'client-…'",
+                                 context: context)
+        }
+        if channel.hasPrefix("private-encrypted-") {
+            return RealtimeError(.invalidArgument, "client events are not allowed on encrypted channels",
+                                 context: context)
+        }
+        guard channel.hasPrefix("private-") || channel.hasPrefix("presence-") else {
+            return RealtimeError(.invalidArgument, "client events need a private or presence channel",
+                                 context: context)
+        }
+        guard message.arguments.count <= 1 else {
+            return RealtimeError(.invalidArgument, "a \(vendor.name) event carries one data value, not \(message.arguments.count)",
+                                 context: context)
+        }
+        return nil
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+    }
+}
+
+extension RealtimeDialect where Self == PusherDialect {
+    /// Pusher Channels on `ws-<cluster>.pusher.com` over TLS.
+    ///
+    /// - Parameters:
+    ///   - host: replaces the cluster host (a self-hosted server, or `127.0.0.1` in tests, which uses `ws`).
+    ///   - port: replaces 443 / 80.
+    ///   - activityTimeout: idle time before a ping; the server's `activity_timeout` lowers it.
+    public static func pusher(key: String, cluster: String = "mt1", authorizer: PusherAuthorizer? = nil,
+                              host: String? = nil, port: Int? = nil, activityTimeout: Duration = .seconds(120),
+                              reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy) -> PusherDialect {
+        let vendor = PusherVendor.pusher
+        return PusherDialect(vendor: vendor, key: key,
+                             host: host ?? vendor.hostTemplate.replacingOccurrences(of: "%@", with: cluster),
+                             port: port, authorizer: authorizer, activityTimeout: activityTimeout,
+                             reconnectPolicy: reconnectPolicy)
+    }
+
+    /// Bird Realtime on `ws-<region>.realtime.platform.bird.com` over TLS. Its auth endpoints take JSON.
+    public static func bird(appKey: String, region: String = "us1", authorizer: PusherAuthorizer? = nil,
+                            host: String? = nil, port: Int? = nil, activityTimeout: Duration = .seconds(120),
+                            reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy) -> PusherDialect {
+        let vendor = PusherVendor.bird
+        return PusherDialect(vendor: vendor, key: appKey,
+                             host: host ?? vendor.hostTemplate.replacingOccurrences(of: "%@", with: region),
+                             port: port, authorizer: authorizer, activityTimeout: activityTimeout,
+                             reconnectPolicy: reconnectPolicy)
+    }
+}

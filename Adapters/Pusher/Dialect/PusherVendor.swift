@@ -1,0 +1,84 @@
+import RealtimeCore
+
+/// What differs between Pusher Channels and Bird Realtime, which share one wire protocol (v7).
+///
+/// The machine reads every name and rule from here, so the two vendors run the same code.
+public struct PusherVendor: Sendable, Hashable {
+    /// How an auth endpoint expects its request body.
+    public enum AuthEncoding: Sendable, Hashable {
+        /// `application/x-www-form-urlencoded` (Pusher).
+        case form
+        /// `application/json` (Bird).
+        case json
+    }
+
+    /// A short name for logs and errors ("pusher", "bird").
+    public var name: String
+    /// Prefix of public system events (`pusher:`).
+    public var systemPrefix: String
+    /// Prefix of internal events that are re-emitted under ``systemPrefix`` (`pusher_internal:`).
+    public var internalPrefix: String
+    /// Key of the connection id in the handshake (`socket_id`, `connection_id`).
+    public var connectionIDKey: String
+    /// Key that carries the signed identity in `subscribe` (`channel_data`, `member_data`).
+    public var subscribeIdentityKey: String
+    /// Keys of a presence member (`user_id`/`user_info`, `member_id`/`member_info`).
+    public var memberIDKey: String
+    public var memberInfoKey: String
+    /// Key of the signed identity in `signin` and `signin_success` (`user_data`, `member_data`).
+    public var signinDataKey: String
+    /// Key of the id inside that identity (`id`, `member_id`).
+    public var signinIDKey: String
+    /// The word between the two colons of the sign-in HMAC string (`user`, `member`).
+    public var signinSeparator: String
+    /// `data` of a ping or pong; `nil` sends none.
+    public var pingData: JSONValue?
+    /// The internal event that carries a channel's subscriber count, without prefix.
+    public var countEvent: String
+    /// Whether `#server-to-user-` subscribes carry `auth: ""` (Pusher) or no `auth` key (Bird).
+    public var userChannelSendsEmptyAuth: Bool
+    public var authEncoding: AuthEncoding
+    /// The form or JSON field that carries the connection id in auth requests.
+    public var authIDParameter: String
+    /// The host for a cluster or region; `%@` is replaced by it.
+    public var hostTemplate: String
+    /// `client` query item of the connection URL.
+    public var clientName: String
+    /// The least wait before reconnecting after a 4100–4199 close (Pusher's rule is at least 1 s).
+    public var backoffFloor41xx: Duration
+
+    /// Pusher Channels.
+    public static let pusher = PusherVendor(
+        name: "pusher", systemPrefix: "pusher:", internalPrefix: "pusher_internal:", connectionIDKey: "socket_id",
+        subscribeIdentityKey: "channel_data", memberIDKey: "user_id", memberInfoKey: "user_info",
+        signinDataKey: "user_data", signinIDKey: "id", signinSeparator: "user", pingData: .object([:]),
+        countEvent: "subscription_count", userChannelSendsEmptyAuth: true, authEncoding: .form,
+        authIDParameter: "socket_id", hostTemplate: "ws-%@.pusher.com", clientName: "realtime-swift",
+        backoffFloor41xx: .seconds(1))
+
+    /// Bird Realtime.
+    public static let bird = PusherVendor(
+        name: "bird", systemPrefix: "bird:", internalPrefix: "bird_internal:", connectionIDKey: "connection_id",
+        subscribeIdentityKey: "member_data", memberIDKey: "member_id", memberInfoKey: "member_info",
+        signinDataKey: "member_data", signinIDKey: "member_id", signinSeparator: "member", pingData: nil,
+        countEvent: "connection_count", userChannelSendsEmptyAuth: false, authEncoding: .json,
+        authIDParameter: "connection_id", hostTemplate: "ws-%@.realtime.platform.bird.com",
+        clientName: "realtime-swift", backoffFloor41xx: .seconds(1))
+
+    /// The frame `<prefix>ping` or `<prefix>pong`.
+    func control(_ name: String) -> TransportFrame {
+        var members: [String: JSONValue] = ["event": .string(systemPrefix + name)]
+        if let pingData { members["data"] = pingData }
+        return .text(JSONValue.object(members).serialized())
+    }
+
+    /// The string an auth signature covers for `channel` (`<id>:<channel>[:<identity>]`).
+    public func channelSignedString(connectionID: String, channel: String, identity: String?) -> String {
+        identity.map { "\(connectionID):\(channel):\($0)" } ?? "\(connectionID):\(channel)"
+    }
+
+    /// The string a sign-in signature covers (`<id>::user::<data>`, `<id>::member::<data>`).
+    public func signinSignedString(connectionID: String, identity: String) -> String {
+        "\(connectionID)::\(signinSeparator)::\(identity)"
+    }
+}

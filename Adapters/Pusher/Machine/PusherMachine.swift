@@ -1,0 +1,530 @@
+import RealtimeCore
+
+/// The Pusher / Bird state machine for one session: frames and commands in, ``DialectAction``s out.
+///
+/// - The session is connected only after `*:connection_established`; its id is the server's socket id.
+/// - Private and presence channels are authorized through `.perform` before their `subscribe` goes out. An
+///   answer for a channel that was left, re-requested, or asked on an older connection is dropped.
+/// - A channel-less `*:error` without a code (how Pusher refuses a subscription) fails the oldest
+///   subscription still waiting for an answer, so a later subscribe never wedges.
+/// - Sign-in (`custom("signin")`) stays armed: it runs again after every reconnect, then joins
+///   `#server-to-user-<id>`.
+public struct PusherMachine: DialectMachine {
+    /// The `custom` command name of user sign-in.
+    public static let signinCommand = "signin"
+    /// Prefix of the per-user channel the server opens after sign-in.
+    public static let userChannelPrefix = "#server-to-user-"
+
+    private enum Phase: Equatable {
+        /// Waiting for the authorizer's answer to request `serial`.
+        case authorizing(serial: UInt64)
+        /// `subscribe` sent, no answer yet.
+        case subscribing
+        case subscribed
+    }
+
+    private struct Subscription {
+        var channel: ChannelID
+        var phase: Phase
+        /// The presence identity sent with the subscribe, kept to tell the app who it is.
+        var channelData: String?
+    }
+
+    private let vendor: PusherVendor
+    private let key: String
+    private let authorizer: PusherAuthorizer?
+    private let activityTimeout: Duration
+    private let pongTimeout: Duration
+
+    private var connectionID: String?
+    /// Subscriptions of the current connection, by channel name.
+    private var subscriptions: [String: Subscription] = [:]
+    /// Channels whose `subscribe` went out and is unanswered, oldest first.
+    private var awaitingAnswer: [String] = []
+    private var serial: UInt64 = 0
+    /// Sign-in was asked for once; it is repeated on every new connection.
+    private var signinArmed = false
+    /// The app's `signin` call waiting for `signin_success`.
+    private var signinRequest: RequestID?
+    /// The sign-in authorization in flight, or sent and unanswered.
+    private var signinSerial: UInt64?
+    private var signinSent = false
+    /// `#server-to-user-<id>` once signed in on this connection.
+    private var userChannel: String?
+    /// How the connection must end, decided by a frame.
+    private var decidedEnd: ConnectionEnd?
+
+    init(vendor: PusherVendor, key: String, authorizer: PusherAuthorizer?, activityTimeout: Duration,
+         pongTimeout: Duration) {
+        self.vendor = vendor
+        self.key = key
+        self.authorizer = authorizer
+        self.activityTimeout = activityTimeout
+        self.pongTimeout = pongTimeout
+    }
+
+    // MARK: Connection
+
+    public mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction]) {}
+
+    public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
+        let end = decidedEnd ?? Self.classify(closure, vendor: vendor)
+        connectionID = nil
+        subscriptions = [:]
+        awaitingAnswer = []
+        signinRequest = nil
+        signinSerial = nil
+        signinSent = false
+        userChannel = nil
+        decidedEnd = nil
+        return end
+    }
+
+    /// The close-code policy: 4000–4099 refused for good, 4100–4199 back off (at least the vendor's floor),
+    /// 4200–4299 reconnect at once, anything else backs off.
+    static func classify(_ closure: TransportClosure, vendor: PusherVendor) -> ConnectionEnd {
+        switch closure.kind {
+        case .failed(let error):
+            if error.code == .invalidArgument { return .terminal(error) }
+            if error.code == .handshakeRejected, let status = error.context.httpStatus,
+               (400..<500).contains(status), status != 408, status != 429 {
+                return .terminal(error)
+            }
+            return .backoff(minimum: .zero)
+        case .closedByPeer(nil, _), .livenessTimeout:
+            return .backoff(minimum: .zero)
+        case .closedByPeer(let code?, let reason), .closedLocally(let code, let reason):
+            switch code {
+            case 4000..<4100:
+                return .terminal(RealtimeError(.connectionRefused,
+                                               "\(vendor.name) refused the connection (close \(code))"
+                                                + (reason.isEmpty ? "" : ": \(reason)"),
+                                               context: .init(closeCode: code, detail: reason)))
+            case 4100..<4200:
+                return .backoff(minimum: vendor.backoffFloor41xx)
+            case 4200..<4300:
+                return .reconnectImmediately
+            default:
+                return .backoff(minimum: .zero)
+            }
+        }
+    }
+
+    // MARK: Frames
+
+    public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
+        guard case .text(let text) = frame else {
+            actions.append(.reportError(RealtimeError(.protocolViolation, "\(vendor.name) sent a binary frame")))
+            return
+        }
+        let envelope: JSONValue
+        do {
+            envelope = try JSONValue.parse(text)
+        } catch {
+            actions.append(.reportError(RealtimeError(.invalidJSON, "\(vendor.name) sent a frame that is not JSON",
+                                                      context: .init(offset: error.context.offset,
+                                                                     detail: String(text.prefix(120))))))
+            return
+        }
+        guard let event = envelope["event"]?.stringValue else {
+            actions.append(.reportError(RealtimeError(.protocolViolation, "\(vendor.name) sent a frame without an event name",
+                                                      context: .init(serverPayload: envelope))))
+            return
+        }
+        let channel = envelope["channel"]?.stringValue
+        let (data, rawData) = Self.decodeData(envelope["data"])
+
+        if event.hasPrefix(vendor.systemPrefix) {
+            system(String(event.dropFirst(vendor.systemPrefix.count)), channel: channel, data: data, raw: rawData,
+                   envelope: envelope, actions: &actions)
+        } else if event.hasPrefix(vendor.internalPrefix) {
+            internalEvent(String(event.dropFirst(vendor.internalPrefix.count)), channel: channel, data: data,
+                          raw: rawData, actions: &actions)
+        } else {
+            let userID = envelope["user_id"].flatMap(Self.idString)
+            actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
+                                                  rawData: rawData, userID: userID)))
+        }
+    }
+
+    /// `data` is usually a JSON string holding JSON: parse it, and keep the string when it is not JSON.
+    static func decodeData(_ field: JSONValue?) -> (JSONValue, String?) {
+        switch field {
+        case nil:
+            return (.null, nil)
+        case .string(let text)?:
+            if let parsed = try? JSONValue.parse(text) { return (parsed, text) }
+            return (.string(text), text)
+        case let value?:
+            return (value, value.serialized())
+        }
+    }
+
+    /// A member or user id as a string; servers may send numbers.
+    static func idString(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let text): return text
+        case .integer(let number): return String(number)
+        case .double(let number): return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        default: return nil
+        }
+    }
+
+    private mutating func system(_ name: String, channel: String?, data: JSONValue, raw: String?, envelope: JSONValue,
+                                 actions: inout [DialectAction]) {
+        switch name {
+        case "connection_established":
+            established(data, actions: &actions)
+        case "ping":
+            actions.append(.send(vendor.control("pong")))
+        case "pong":
+            return
+        case "error":
+            serverError(channel: channel, data: data, actions: &actions)
+        case "subscription_error":
+            subscriptionError(channel: channel, data: data, actions: &actions)
+        case "signin_success":
+            signinSucceeded(data, raw: raw, actions: &actions)
+        default:
+            if let channel, channel == userChannel, name == "subscription_succeeded" { return }
+            actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) }, name: vendor.systemPrefix + name,
+                                                  data: data, rawData: raw)))
+        }
+    }
+
+    private mutating func internalEvent(_ name: String, channel: String?, data: JSONValue, raw: String?,
+                                        actions: inout [DialectAction]) {
+        switch name {
+        case "subscription_succeeded":
+            subscriptionSucceeded(channel, data: data, raw: raw, actions: &actions)
+        case "subscription_error":
+            subscriptionError(channel: channel, data: data, actions: &actions)
+        case "member_added", "member_removed":
+            var member = data.objectValue ?? [:]
+            if let id = member[vendor.memberIDKey].flatMap(Self.idString) { member[vendor.memberIDKey] = .string(id) }
+            actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) },
+                                                  name: vendor.systemPrefix + name, data: .object(member),
+                                                  rawData: raw)))
+        default:
+            if let channel, channel == userChannel, name == "subscription_succeeded" { return }
+            actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) },
+                                                  name: vendor.systemPrefix + name, data: data, rawData: raw)))
+        }
+    }
+
+    private mutating func established(_ data: JSONValue, actions: inout [DialectAction]) {
+        guard connectionID == nil else { return }
+        guard let id = data[vendor.connectionIDKey]?.stringValue, !id.isEmpty else {
+            let error = RealtimeError(.connectionRefused,
+                                      "the handshake has no '\(vendor.connectionIDKey)': not a \(vendor.name) app?",
+                                      context: .init(closeCode: 4001, serverPayload: data))
+            decidedEnd = .terminal(error)
+            actions.append(.log(.error, error.message))
+            actions.append(.close(code: 4001, reason: "no \(vendor.connectionIDKey)"))
+            return
+        }
+        connectionID = id
+        var idle = activityTimeout
+        if let seconds = data["activity_timeout"]?.doubleValue, seconds > 0 {
+            idle = min(idle, .milliseconds(Int64(seconds * 1000)))
+        }
+        actions.append(.liveness(.clientPings(idle: idle, timeout: pongTimeout, ping: vendor.control("ping"))))
+        actions.append(.connected(id: id))
+        if signinArmed { startSignin(actions: &actions) }
+    }
+
+    private mutating func subscriptionSucceeded(_ name: String?, data: JSONValue, raw: String?,
+                                                actions: inout [DialectAction]) {
+        guard let name else { return }
+        if name == userChannel { return }
+        guard var subscription = subscriptions[name], subscription.phase == .subscribing else {
+            actions.append(.log(.debug, "subscription_succeeded for \(name), which this session is not joining"))
+            return
+        }
+        subscription.phase = .subscribed
+        subscriptions[name] = subscription
+        awaitingAnswer.removeAll { $0 == name }
+        actions.append(.subscribed(subscription.channel, recovered: nil))
+        var delivered = data
+        if name.hasPrefix("presence-") {
+            delivered = presenceSnapshot(data, channelData: subscription.channelData)
+        }
+        actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
+                                              name: vendor.systemPrefix + "subscription_succeeded", data: delivered,
+                                              rawData: raw)))
+    }
+
+    /// `{presence: {ids, hash, count}}` with ids as strings, plus `me`: this client's id from its identity.
+    private func presenceSnapshot(_ data: JSONValue, channelData: String?) -> JSONValue {
+        var presence = data["presence"]?.objectValue ?? [:]
+        if let ids = presence["ids"]?.arrayValue {
+            presence["ids"] = .array(ids.map { Self.idString($0).map(JSONValue.string) ?? $0 })
+        }
+        var out = data.objectValue ?? [:]
+        out["presence"] = .object(presence)
+        if let channelData, let identity = try? JSONValue.parse(channelData),
+           let me = identity[vendor.memberIDKey].flatMap(Self.idString) {
+            out["me"] = .string(me)
+        }
+        return .object(out)
+    }
+
+    private mutating func subscriptionError(channel name: String?, data: JSONValue, actions: inout [DialectAction]) {
+        guard let name, let subscription = subscriptions[name] else {
+            serverError(channel: nil, data: data, actions: &actions)
+            return
+        }
+        fail(subscription.channel, RealtimeError(
+            .subscriptionRejected, "\(vendor.name) refused the subscription to \(name)",
+            context: .init(httpStatus: data["status"]?.integerValue.map(Int.init), serverPayload: data,
+                           channel: subscription.channel, detail: data["error"]?.stringValue)), actions: &actions)
+    }
+
+    private mutating func serverError(channel: String?, data: JSONValue, actions: inout [DialectAction]) {
+        let message = data["message"]?.stringValue ?? data.stringValue ?? "no message"
+        let code = data["code"]?.integerValue.map(Int.init)
+        if let channel, let subscription = subscriptions[channel], subscription.phase != .subscribed {
+            fail(subscription.channel, RealtimeError(
+                .subscriptionRejected, "\(vendor.name) refused the subscription to \(channel): \(message)",
+                context: .init(closeCode: code, serverPayload: data, channel: subscription.channel)), actions: &actions)
+            return
+        }
+        // Pusher refuses a subscription with a channel-less error without a code: blame the oldest waiting one.
+        if channel == nil, code == nil, let oldest = awaitingAnswer.first, let subscription = subscriptions[oldest] {
+            fail(subscription.channel, RealtimeError(
+                .subscriptionRejected, "\(vendor.name) refused the subscription to \(oldest): \(message)",
+                context: .init(serverPayload: data, channel: subscription.channel)), actions: &actions)
+            return
+        }
+        if channel == nil, code == nil, signinSent, signinSerial != nil {
+            signinFailed(RealtimeError(.authorizationFailed, "\(vendor.name) refused the sign-in: \(message)",
+                                       context: .init(serverPayload: data)), actions: &actions)
+            return
+        }
+        actions.append(.reportError(RealtimeError(.serverError, "\(vendor.name) error: \(message)",
+                                                  context: .init(closeCode: code, serverPayload: data,
+                                                                 channel: channel.map { ChannelID($0) }))))
+    }
+
+    private mutating func fail(_ channel: ChannelID, _ error: RealtimeError, actions: inout [DialectAction]) {
+        subscriptions[channel.name] = nil
+        awaitingAnswer.removeAll { $0 == channel.name }
+        actions.append(.subscriptionFailed(channel, error))
+    }
+
+    // MARK: Commands
+
+    public mutating func handle(_ command: DialectCommand, actions: inout [DialectAction]) {
+        switch command {
+        case .subscribe(let channel):
+            subscribe(channel, actions: &actions)
+        case .unsubscribe(let channel):
+            unsubscribe(channel, actions: &actions)
+        case .send(let message):
+            var members: [String: JSONValue] = ["event": .string(message.event), "channel": .string(message.channel.name)]
+            members["data"] = message.arguments.first ?? .object([:])
+            actions.append(.send(.text(JSONValue.object(members).serialized())))
+        case .request(_, let id):
+            actions.append(.resolveRequest(id, .failure(.unsupported("requests (acknowledgements)"))))
+        case .custom(let name, _, let id):
+            guard name == Self.signinCommand else {
+                actions.append(.resolveRequest(id, .failure(.unsupported("the command '\(name)'"))))
+                return
+            }
+            signin(id, actions: &actions)
+        case .cancelRequest(let id):
+            if signinRequest == id { signinRequest = nil }
+        case .acknowledge:
+            return
+        }
+    }
+
+    private mutating func subscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
+        let name = channel.name
+        guard subscriptions[name] == nil else { return }
+        if name.isEmpty || name.hasPrefix("#") || !channel.params.isEmpty {
+            actions.append(.subscriptionFailed(channel, RealtimeError(
+                .invalidArgument, "'\(name)' is not a channel name this client may subscribe to"
+                    + (channel.params.isEmpty ? "" : " (\(vendor.name) channels take no params)"),
+                context: .init(channel: channel))))
+            return
+        }
+        if name.hasPrefix("private-encrypted-") {
+            actions.append(.subscriptionFailed(channel, RealtimeError(
+                .unsupported, "encrypted channels are not supported by this client yet", context: .init(channel: channel))))
+            return
+        }
+        guard name.hasPrefix("private-") || name.hasPrefix("presence-") else {
+            sendSubscribe(channel, auth: nil, channelData: nil, actions: &actions)
+            return
+        }
+        guard let authorizer else {
+            actions.append(.subscriptionFailed(channel, RealtimeError(
+                .authorizationFailed, "\(name) needs an authorizer, and the dialect has none",
+                context: .init(channel: channel))))
+            return
+        }
+        guard let connectionID else { return }
+        serial += 1
+        subscriptions[name] = Subscription(channel: channel, phase: .authorizing(serial: serial))
+        let request = PusherAuthRequest(connectionID: connectionID, channel: name, vendor: vendor)
+        actions.append(.perform(DialectWork(id: WorkID(kind: Self.authWork, channel: channel, serial: serial)) { [key] in
+            try await Self.authorizationJSON(authorizer, request, key: key)
+        }))
+    }
+
+    private static let authWork = "pusher.auth"
+    private static let signinWork = "pusher.signin"
+
+    /// Runs the authorizer; the answer travels as JSON together with the connection id it was asked for.
+    private static func authorizationJSON(_ authorizer: PusherAuthorizer, _ request: PusherAuthRequest,
+                                          key: String) async throws(RealtimeError) -> JSONValue {
+        let answer = try await authorizer.authorize(request, key: key)
+        var members: [String: JSONValue] = ["auth": .string(answer.auth),
+                                            "connection_id": .string(request.connectionID)]
+        if let value = answer.channelData { members["channel_data"] = .string(value) }
+        if let value = answer.sharedSecret { members["shared_secret"] = .string(value) }
+        if let value = answer.userData { members["user_data"] = .string(value) }
+        return .object(members)
+    }
+
+    private mutating func sendSubscribe(_ channel: ChannelID, auth: String?, channelData: String?,
+                                        actions: inout [DialectAction]) {
+        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData)
+        awaitingAnswer.append(channel.name)
+        var data: [String: JSONValue] = ["channel": .string(channel.name)]
+        if let auth { data["auth"] = .string(auth) }
+        if let channelData { data[vendor.subscribeIdentityKey] = .string(channelData) }
+        actions.append(.send(frame("subscribe", data: .object(data))))
+    }
+
+    private func frame(_ name: String, data: JSONValue) -> TransportFrame {
+        .text(JSONValue.object(["event": .string(vendor.systemPrefix + name), "data": data]).serialized())
+    }
+
+    private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
+        guard let subscription = subscriptions.removeValue(forKey: channel.name) else { return }
+        awaitingAnswer.removeAll { $0 == channel.name }
+        // Still authorizing: nothing reached the server; the late answer is dropped.
+        if case .authorizing = subscription.phase { return }
+        actions.append(.send(frame("unsubscribe", data: .object(["channel": .string(channel.name)]))))
+    }
+
+    // MARK: Sign-in
+
+    private mutating func signin(_ id: RequestID, actions: inout [DialectAction]) {
+        guard authorizer != nil else {
+            actions.append(.resolveRequest(id, .failure(RealtimeError(
+                .authorizationFailed, "sign-in needs an authorizer, and the dialect has none"))))
+            return
+        }
+        if let pending = signinRequest {
+            actions.append(.resolveRequest(pending, .failure(RealtimeError(
+                .operationFailed, "a newer sign-in replaced this one"))))
+        }
+        signinRequest = id
+        signinArmed = true
+        startSignin(actions: &actions)
+    }
+
+    private mutating func startSignin(actions: inout [DialectAction]) {
+        guard let authorizer, let connectionID else { return }
+        serial += 1
+        signinSerial = serial
+        signinSent = false
+        let request = PusherAuthRequest(connectionID: connectionID, channel: nil, vendor: vendor)
+        actions.append(.perform(DialectWork(id: WorkID(kind: Self.signinWork, serial: serial)) { [key] in
+            try await Self.authorizationJSON(authorizer, request, key: key)
+        }))
+    }
+
+    private mutating func signinFailed(_ error: RealtimeError, actions: inout [DialectAction]) {
+        signinSerial = nil
+        signinSent = false
+        if let request = signinRequest {
+            signinRequest = nil
+            // A first sign-in that fails is not repeated on reconnect.
+            signinArmed = false
+            actions.append(.resolveRequest(request, .failure(error)))
+        } else {
+            actions.append(.reportError(error))
+        }
+    }
+
+    private mutating func signinSucceeded(_ data: JSONValue, raw: String?, actions: inout [DialectAction]) {
+        guard signinSerial != nil else { return }
+        signinSerial = nil
+        signinSent = false
+        let text = data[vendor.signinDataKey]?.stringValue
+        guard let text, let identity = try? JSONValue.parse(text),
+              let id = identity[vendor.signinIDKey].flatMap(Self.idString), !id.isEmpty else {
+            signinFailed(RealtimeError(.protocolViolation, "signin_success carries no usable '\(vendor.signinDataKey)'",
+                                       context: .init(serverPayload: data)), actions: &actions)
+            return
+        }
+        let channel = Self.userChannelPrefix + id
+        userChannel = channel
+        var subscribe: [String: JSONValue] = ["channel": .string(channel)]
+        if vendor.userChannelSendsEmptyAuth { subscribe["auth"] = .string("") }
+        actions.append(.send(frame("subscribe", data: .object(subscribe))))
+        if let request = signinRequest {
+            signinRequest = nil
+            actions.append(.resolveRequest(request, .success([identity])))
+        }
+        actions.append(.deliver(RealtimeEvent(channel: nil, name: vendor.systemPrefix + "signin_success",
+                                              data: identity, rawData: text)))
+    }
+
+    // MARK: Work and timers
+
+    public mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
+                                      actions: inout [DialectAction]) {
+        // An answer asked on another connection signed the wrong socket id.
+        if case .success(let json) = result, json["connection_id"]?.stringValue != connectionID {
+            actions.append(.log(.debug, "dropped an authorization for an older connection"))
+            return
+        }
+        switch id.kind {
+        case Self.authWork:
+            guard let channel = id.channel, let subscription = subscriptions[channel.name],
+                  subscription.phase == .authorizing(serial: id.serial) else {
+                actions.append(.log(.debug, "dropped a stale authorization"))
+                return
+            }
+            switch result {
+            case .failure(var error):
+                if error.context.channel == nil { error.context.channel = channel }
+                fail(channel, error, actions: &actions)
+            case .success(let json):
+                guard let auth = json["auth"]?.stringValue else { return }
+                let channelData = json["channel_data"]?.stringValue
+                if channel.name.hasPrefix("presence-"), channelData == nil {
+                    fail(channel, RealtimeError(.authorizationFailed,
+                                                "the authorizer gave no \(vendor.subscribeIdentityKey) for \(channel.name)",
+                                                context: .init(channel: channel)), actions: &actions)
+                    return
+                }
+                sendSubscribe(channel, auth: auth, channelData: channelData, actions: &actions)
+            }
+        case Self.signinWork:
+            guard id.serial == signinSerial else { return }
+            switch result {
+            case .failure(let error):
+                signinFailed(error, actions: &actions)
+            case .success(let json):
+                guard let auth = json["auth"]?.stringValue, let userData = json["user_data"]?.stringValue else {
+                    signinFailed(RealtimeError(.authorizationFailed, "the authorizer gave no \(vendor.signinDataKey)"),
+                                 actions: &actions)
+                    return
+                }
+                signinSent = true
+                actions.append(.send(frame("signin", data: .object(["auth": .string(auth),
+                                                                    vendor.signinDataKey: .string(userData)]))))
+            }
+        default:
+            return
+        }
+    }
+
+    public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {}
+}
