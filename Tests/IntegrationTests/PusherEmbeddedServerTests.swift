@@ -1,0 +1,120 @@
+import Foundation
+import Realtime
+import RealtimeTesting
+import Testing
+
+enum PusherLive {
+    static let transport = WebSocketTransport()
+    static let key = "278d425bdf160c739803"
+    static let secret = "7ad3773142a6692b25b8"
+    /// Fast reconnects so the tests stay short; no jitter so timings are readable.
+    static let policy = ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 2, maximumDelay: .seconds(2),
+                                        jitter: .none)
+
+    static func session(_ server: PusherTestServer, key: String = PusherLive.key, userID: String = "1",
+                        secret: String = PusherLive.secret) -> RealtimeSession {
+        let dialect = PusherDialect.pusher(
+            key: key,
+            authorizer: .inline(secret: secret, presenceData: #"{"user_id":"\#(userID)","user_info":{"name":"u\#(userID)"}}"#,
+                                userData: #"{"id":"\#(userID)"}"#),
+            host: "127.0.0.1", port: server.port, reconnectPolicy: policy)
+        return RealtimeSession(dialect: dialect, transport: transport, options: SessionOptions(connectTimeout: .seconds(3)))
+    }
+}
+
+/// Polls `condition` every 10 ms for up to `seconds`.
+func pusherWait(_ description: String, seconds: Double = 5, sourceLocation: SourceLocation = #_sourceLocation,
+                _ condition: () -> Bool) async {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("timed out waiting for \(description)", sourceLocation: sourceLocation)
+}
+
+@Suite("Pusher against the embedded loopback server")
+struct PusherEmbeddedServerTests {
+    @Test("public trigger, private client events between two clients, presence join and leave")
+    func twoClients() async throws {
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        let alice = PusherLive.session(server, userID: "1")
+        let bob = PusherLive.session(server, userID: "2")
+        defer { alice.disconnect(); bob.disconnect() }
+        let news = Locked<[JSONValue]>([])
+        alice.channel("news").on("flash") { event in news.withLock { $0.append(event.data) } }
+        let typing = Locked<[RealtimeEvent]>([])
+        bob.channel("presence-room").on("client-typing") { event in typing.withLock { $0.append(event) } }
+        let aliceRoster = alice.presence("presence-room")
+        try await alice.connect()
+        try await bob.connect()
+        _ = try await alice.channel("news").subscribed()
+        _ = try await alice.channel("presence-room").subscribed()
+        _ = try await bob.channel("presence-room").subscribed()
+
+        server.trigger("news", event: "flash", data: ["n": 1])
+        await pusherWait("trigger") { news.withLock { $0 } == [["n": 1]] }
+
+        try await alice.channel("presence-room").send("client-typing", ["on": true])
+        await pusherWait("client event") { typing.withLock { $0.count } == 1 }
+        #expect(typing.withLock { $0.first?.data } == ["on": true])
+        #expect(typing.withLock { $0.first?.userID } == "1")
+
+        await pusherWait("bob in alice's roster") { aliceRoster.members.ids == ["1", "2"] }
+        #expect(aliceRoster.members.me == "1")
+        #expect(aliceRoster.members.members["2"] == ["name": "u2"])
+        bob.disconnect()
+        await pusherWait("bob left") { aliceRoster.members.ids == ["1"] }
+    }
+
+    @Test("a wrong secret fails the private channel only; a wrong key is refused for good with 4001")
+    func refusals() async throws {
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        let wrongSecret = PusherLive.session(server, secret: "not-the-secret")
+        defer { wrongSecret.disconnect() }
+        try await wrongSecret.connect()
+        await #expect(throws: RealtimeError.self) { _ = try await wrongSecret.channel("private-x").subscribed() }
+        _ = try await wrongSecret.channel("news").subscribed()
+        #expect(wrongSecret.state == .connected)
+
+        let wrongKey = PusherLive.session(server, key: "nope")
+        defer { wrongKey.disconnect() }
+        await #expect(throws: RealtimeError.self) { try await wrongKey.connect() }
+        if case .failed(let error) = wrongKey.state {
+            #expect(error.code == .connectionRefused)
+            #expect(error.context.closeCode == 4001)
+        } else {
+            Issue.record("expected failed, got \(wrongKey.state)")
+        }
+    }
+
+    @Test("a 4200 close reconnects at once and re-authorizes; sign-in is re-run; server pings are answered")
+    func reconnectAndSignin() async throws {
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        let session = PusherLive.session(server, userID: "9")
+        defer { session.disconnect() }
+        let notices = Locked<[JSONValue]>([])
+        session.on("notice") { event in notices.withLock { $0.append(event.data) } }
+        try await session.connect()
+        let room = session.channel("private-room")
+        _ = try await room.subscribed()
+        let user = try await session.signin()
+        #expect(user.id == "9")
+        await pusherWait("user channel") { server.clients.first?.channels.contains("#server-to-user-9") == true }
+        server.sendToUser("9", event: "notice", data: ["hello": "you"])
+        await pusherWait("user event") { notices.withLock { $0 } == [["hello": "you"]] }
+
+        server.pingAll()
+        await pusherWait("pong") { server.receivedFrames.contains { $0.contains("pusher:pong") } }
+
+        let firstID = session.connectionID
+        server.closeAll(code: 4200, reason: "generic reconnect")
+        await pusherWait("new connection") { session.connectionID != nil && session.connectionID != firstID }
+        await pusherWait("re-subscribed and signed in") {
+            guard let client = server.clients.first else { return false }
+            return client.channels.contains("private-room") && client.userID == "9"
+                && client.channels.contains("#server-to-user-9")
+        }
+        #expect(room.state == .subscribed(recovered: nil))
+    }
+}
