@@ -1,0 +1,163 @@
+import Foundation
+import Realtime
+import RealtimeTesting
+import Testing
+
+/// The Python peers of `Tests/Fixtures/pusher/peer.py` (pysher and the official `pusher` SDK), in the venv
+/// `Tests/Fixtures/pusher/provision.sh` creates (run-all does).
+final class PusherPythonPeer: Sendable {
+    private let process: Process
+    private let input: FileHandle
+    private let lines = Locked<[String]>([])
+
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    static var python: URL {
+        let peers = ProcessInfo.processInfo.environment["REALTIME_PEERS"].map { URL(fileURLWithPath: $0) }
+            ?? repositoryRoot.appendingPathComponent(".peers")
+        return peers.appendingPathComponent("pusher-venv/bin/python")
+    }
+
+    /// `nil` when the venv exists.
+    static var unavailableReason: String? {
+        FileManager.default.isExecutableFile(atPath: python.path)
+            ? nil : "pusher peers missing: run Tests/Fixtures/pusher/provision.sh"
+    }
+
+    /// Starts `peer.py` with `arguments`; stdout lines are collected as they arrive.
+    init(_ arguments: [String]) throws {
+        process = Process()
+        process.executableURL = Self.python
+        process.arguments = [Self.repositoryRoot.appendingPathComponent("Tests/Fixtures/pusher/peer.py").path] + arguments
+        let output = Pipe()
+        let inputPipe = Pipe()
+        process.standardOutput = output
+        process.standardInput = inputPipe
+        process.standardError = FileHandle.nullDevice
+        input = inputPipe.fileHandleForWriting
+        try process.run()
+        let reading = output.fileHandleForReading
+        Thread.detachNewThread { [lines] in
+            var buffer = Data()
+            while true {
+                let chunk = reading.availableData
+                if chunk.isEmpty { return }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0a) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    lines.withLock { $0.append(line) }
+                }
+            }
+        }
+    }
+
+    var output: [JSONValue] { lines.withLock { $0 }.compactMap { try? JSONValue.parse($0) } }
+
+    func write(_ text: String) { input.write(Data(text.utf8)) }
+
+    /// Ends the peer's stdin: `sign` answers then, `client` disconnects.
+    func closeInput() { try? input.close() }
+
+    /// Closes stdin (the peer exits on EOF), then kills and reaps it.
+    func stop() {
+        try? input.close()
+        let pid = process.processIdentifier
+        guard pid > 0 else { return }
+        usleep(150_000)
+        Foundation.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        for _ in 0..<500 {
+            if waitpid(pid, &status, WNOHANG) != 0 { return }
+            usleep(10_000)
+        }
+    }
+}
+
+@Suite("Pusher cross-checked with pysher and the official pusher SDK",
+       .enabled(if: PusherPythonPeer.unavailableReason == nil, "run Tests/Fixtures/pusher/provision.sh"))
+struct PusherPeerTests {
+    @Test("our inline signer matches the SDK's authenticate() and authenticate_user() on 60 random cases")
+    func signaturesMatchSDK() async throws {
+        var generator = SystemRandomNumberGenerator()
+        var cases: [JSONValue] = []
+        for index in 0..<60 {
+            let socketID = "\(UInt32.random(in: 1...999_999, using: &generator)).\(UInt32.random(in: 1...999_999, using: &generator))"
+            switch index % 3 {
+            case 0:
+                cases.append(["socket_id": .string(socketID), "channel": .string("private-r\(index)-\(UInt16.random(in: 0...999))")])
+            case 1:
+                cases.append(["socket_id": .string(socketID), "channel": .string("presence-p\(index)"),
+                              "custom_data": ["user_id": .integer(Int64(index)), "user_info": ["name": .string("Zoë \(index)")]]])
+            default:
+                cases.append(["socket_id": .string(socketID),
+                              "user_data": ["id": .string("u\(index)"), "watchlist": ["1", "2"]]])
+            }
+        }
+        let peer = try PusherPythonPeer(["sign", PusherLive.key, PusherLive.secret])
+        defer { peer.stop() }
+        peer.write(JSONValue.array(cases).serialized())
+        peer.closeInput()
+        await pusherWait("SDK answers", seconds: 20) { !peer.output.isEmpty }
+        let answers = peer.output.first?.arrayValue ?? []
+        #expect(answers.count == cases.count)
+        for (item, answer) in zip(cases, answers) {
+            let socketID = item["socket_id"]!.stringValue!
+            let ours: PusherAuthorization
+            if item["user_data"] != nil {
+                // Sign exactly the identity text the SDK produced, as an app's endpoint would hand it over.
+                let userData = try #require(answer["user_data"]?.stringValue)
+                ours = try PusherAuthorizer.sign(PusherAuthRequest(connectionID: socketID, channel: nil, vendor: .pusher),
+                                                 key: PusherLive.key, secret: PusherLive.secret, presenceData: nil,
+                                                 userData: userData)
+            } else {
+                let channel = item["channel"]!.stringValue!
+                ours = try PusherAuthorizer.sign(PusherAuthRequest(connectionID: socketID, channel: channel, vendor: .pusher),
+                                                 key: PusherLive.key, secret: PusherLive.secret,
+                                                 presenceData: answer["channel_data"]?.stringValue, userData: nil)
+                #expect(ours.channelData == answer["channel_data"]?.stringValue)
+            }
+            #expect(ours.auth == answer["auth"]?.stringValue, "case \(item.serialized())")
+        }
+    }
+
+    @Test("pysher and our client meet on the embedded server: presence, client events both ways, triggers")
+    func pysherMeetsUs() async throws {
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        let peer = try PusherPythonPeer(["client", String(server.port), PusherLive.key, PusherLive.secret])
+        defer { peer.stop() }
+        await pusherWait("pysher subscribed", seconds: 10) {
+            peer.output.filter { $0["type"] == "subscribed" }.count == 2
+        }
+        // pysher signs presence channel_data with spaced json.dumps; the server verified it byte for byte.
+        #expect(server.members(of: "presence-room") == ["py": ["name": "pysher"]])
+
+        let session = PusherLive.session(server, userID: "1")
+        defer { session.disconnect() }
+        let replies = Locked<[RealtimeEvent]>([])
+        session.channel("private-room").on("client-reply") { event in replies.withLock { $0.append(event) } }
+        let roster = session.presence("presence-room")
+        try await session.connect()
+        _ = try await session.channel("private-room").subscribed()
+        _ = try await session.channel("presence-room").subscribed()
+        await pusherWait("roster") { roster.members.ids == ["1", "py"] }
+        await pusherWait("pysher saw us join") {
+            peer.output.contains { $0["type"] == "member_added" && $0["data"]?["user_id"] == "1" }
+        }
+
+        try await session.channel("private-room").send("client-hello", ["n": 42])
+        await pusherWait("pysher got hello") {
+            peer.output.contains { $0["event"] == "client-hello" && $0["data"] == ["n": 42] }
+        }
+        await pusherWait("pysher replied") { replies.withLock { $0.count } == 1 }
+        #expect(replies.withLock { $0.first?.data } == ["echo": ["n": 42]])
+
+        server.trigger("private-room", event: "server-news", data: ["v": 1])
+        await pusherWait("pysher got the trigger") {
+            peer.output.contains { $0["event"] == "server-news" && $0["data"] == ["v": 1] }
+        }
+        #expect(!peer.output.contains { $0["type"] == "error" })
+    }
+}
