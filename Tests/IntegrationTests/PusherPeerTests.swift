@@ -8,7 +8,7 @@ import Testing
 final class PusherPythonPeer: Sendable {
     private let process: Process
     private let input: FileHandle
-    private let lines = Locked<[String]>([])
+    private let collected = Locked<[String]>([])
 
     static var repositoryRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -39,7 +39,7 @@ final class PusherPythonPeer: Sendable {
         input = inputPipe.fileHandleForWriting
         try process.run()
         let reading = output.fileHandleForReading
-        Thread.detachNewThread { [lines] in
+        Thread.detachNewThread { [collected] in
             var buffer = Data()
             while true {
                 let chunk = reading.availableData
@@ -48,13 +48,16 @@ final class PusherPythonPeer: Sendable {
                 while let newline = buffer.firstIndex(of: 0x0a) {
                     let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
                     buffer.removeSubrange(buffer.startIndex...newline)
-                    lines.withLock { $0.append(line) }
+                    collected.withLock { $0.append(line) }
                 }
             }
         }
     }
 
-    var output: [JSONValue] { lines.withLock { $0 }.compactMap { try? JSONValue.parse($0) } }
+    /// Every stdout line so far.
+    var lines: [String] { collected.withLock { $0 } }
+
+    var output: [JSONValue] { lines.compactMap { try? JSONValue.parse($0) } }
 
     func write(_ text: String) { input.write(Data(text.utf8)) }
 
@@ -159,5 +162,47 @@ struct PusherPeerTests {
             peer.output.contains { $0["event"] == "server-news" && $0["data"] == ["v": 1] }
         }
         #expect(!peer.output.contains { $0["type"] == "error" })
+    }
+
+    @Test("the HTTP endpoint authorizer: form POST with headers and params to an SDK-backed endpoint; 403 is typed")
+    func httpEndpoint() async throws {
+        let auth = try PusherPythonPeer(["auth-server", PusherLive.key, PusherLive.secret])
+        defer { auth.stop() }
+        await pusherWait("auth server", seconds: 20) { auth.lines.contains { $0.hasPrefix("READY ") } }
+        let port = try #require(auth.lines.first { $0.hasPrefix("READY ") }.flatMap { Int($0.dropFirst(6)) })
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        func session(token: String) -> RealtimeSession {
+            let endpoint = PusherAuthorizer.endpoint(URL(string: "http://127.0.0.1:\(port)/pusher/auth")!,
+                                                     userURL: URL(string: "http://127.0.0.1:\(port)/pusher/user-auth")!,
+                                                     headers: [HTTPHeader("Authorization", "Bearer \(token)")],
+                                                     params: ["team": "blue"])
+            return RealtimeSession(dialect: .pusher(key: PusherLive.key, authorizer: endpoint, host: "127.0.0.1",
+                                                    port: server.port, reconnectPolicy: PusherLive.policy),
+                                   transport: PusherLive.transport, options: SessionOptions(connectTimeout: .seconds(3)))
+        }
+        let good = session(token: "ok")
+        defer { good.disconnect() }
+        try await good.connect()
+        _ = try await good.channel("private-room").subscribed()
+        _ = try await good.channel("presence-room").subscribed()
+        #expect(server.members(of: "presence-room") == ["http": ["team": "blue"]])
+        #expect(try await good.signin().id == "blue")
+        do {
+            _ = try await good.channel("private-forbidden").subscribed()
+            Issue.record("private-forbidden must fail")
+        } catch let error as RealtimeError {
+            #expect(error.code == .authorizationFailed)
+            #expect(error.context.httpStatus == 403)
+        }
+        let bad = session(token: "nope")
+        defer { bad.disconnect() }
+        try await bad.connect()
+        do {
+            _ = try await bad.channel("private-room").subscribed()
+            Issue.record("a 401 must fail the channel")
+        } catch let error as RealtimeError {
+            #expect(error.context.httpStatus == 401)
+        }
+        #expect(bad.state == .connected)
     }
 }
