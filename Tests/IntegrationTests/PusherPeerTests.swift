@@ -205,4 +205,29 @@ struct PusherPeerTests {
         }
         #expect(bad.state == .connected)
     }
+
+    @Test("our secretbox matches PyNaCl on random keys, nonces and lengths 0-1100, and opens PyNaCl's boxes")
+    func secretboxMatchesPyNaCl() async throws {
+        var generator = SystemRandomNumberGenerator()
+        func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+        var cases: [(key: [UInt8], nonce: [UInt8], plain: [UInt8])] = []
+        for length in [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 500, 1100] {
+            cases.append((random(32), random(24), random(length)))
+        }
+        let peer = try PusherPythonPeer(["box"])
+        defer { peer.stop() }
+        peer.write(JSONValue.array(cases.map { item in
+            ["key": .string(Data(item.key).base64EncodedString()), "nonce": .string(Data(item.nonce).base64EncodedString()),
+             "plain": .string(Data(item.plain).base64EncodedString())]
+        }).serialized())
+        peer.closeInput()
+        await pusherWait("PyNaCl answers", seconds: 20) { !peer.output.isEmpty }
+        let boxes = peer.output.first?.arrayValue ?? []
+        #expect(boxes.count == cases.count)
+        for (item, box) in zip(cases, boxes) {
+            let theirs = Array(Data(base64Encoded: box.stringValue ?? "") ?? Data())
+            #expect(SecretBox.seal(item.plain, nonce: item.nonce, key: item.key) == theirs, "length \(item.plain.count)")
+            #expect(SecretBox.open(theirs, nonce: item.nonce, key: item.key) == item.plain)
+        }
+    }
 }

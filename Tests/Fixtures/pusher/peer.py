@@ -2,6 +2,8 @@
 
   peer.py sign KEY SECRET          reads a JSON list of cases on stdin, prints the official `pusher` SDK's
                                    authenticate() / authenticate_user() answers as one JSON list.
+  peer.py box                      reads [{key, nonce, plain}] (base64) on stdin, prints PyNaCl SecretBox
+                                   ciphertexts (tag ‖ cipher, base64) as one JSON list.
   peer.py auth-server KEY SECRET   serves /pusher/auth and /pusher/user-auth on a free loopback port, signed by
                                    the `pusher` SDK (form bodies; Bearer ok required; private-forbidden → 403);
                                    prints READY <port>, exits when stdin closes.
@@ -62,6 +64,16 @@ def client(port, key, secret):
     time.sleep(0.1)
 
 
+def box():
+    import base64
+    import nacl.secret
+    out = []
+    for case in json.load(sys.stdin):
+        key, nonce, plain = (base64.b64decode(case[k]) for k in ("key", "nonce", "plain"))
+        out.append(base64.b64encode(nacl.secret.SecretBox(key).encrypt(plain, nonce).ciphertext).decode())
+    print(json.dumps(out), flush=True)
+
+
 def auth_server(key, secret):
     import threading
     import urllib.parse
@@ -108,6 +120,8 @@ def auth_server(key, secret):
 if __name__ == "__main__":
     if sys.argv[1] == "sign":
         sign(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "box":
+        box()
     elif sys.argv[1] == "auth-server":
         auth_server(sys.argv[2], sys.argv[3])
     else:
