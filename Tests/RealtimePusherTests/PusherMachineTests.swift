@@ -283,7 +283,9 @@ struct PusherSubscriptionTests {
     func refusedNames() {
         var driver = PusherDriver()
         driver.establish()
-        #expect(driver.handle(.subscribe("private-encrypted-x")).failures.first?.1.code == .unsupported)
+        var bird = PusherDriver(.bird(appKey: "k", authorizer: .inline(secret: "s"), host: "localhost"))
+        bird.establish("conn-1", vendor: "bird", idKey: "connection_id")
+        #expect(bird.handle(.subscribe("private-encrypted-x")).failures.first?.1.code == .unsupported)
         #expect(driver.handle(.subscribe("#server-to-user-1")).failures.first?.1.code == .invalidArgument)
         #expect(driver.handle(.subscribe(ChannelID("a", params: ["x": 1]))).failures.first?.1.code == .invalidArgument)
     }
@@ -319,6 +321,60 @@ struct PusherSubscriptionTests {
                 == "wss://ws-eu1.realtime.platform.bird.com/app/a%20b?protocol=7&client=realtime-swift&version=\(PusherDialect.libraryVersion)")
         #expect(PusherDialect.pusher(key: "k", host: "127.0.0.1", port: 6001).url.absoluteString.hasPrefix("ws://127.0.0.1:6001/app/k?"))
         #expect(PusherDialect.pusher(key: "k", host: "example.com", port: 6001).url.scheme == "wss")
+    }
+}
+
+@Suite("Pusher machine: encrypted channels")
+struct PusherEncryptedTests {
+    static let masterKey = Array("0123456789abcdef0123456789abcdef".utf8)
+    static let vectorEvent = #"{"event":"secret","channel":"private-encrypted-foobar","data":"{\"nonce\":\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYX\",\"ciphertext\":\"VPK0uDW87+UiP3KcGUpkdrwMNyMuA9B8cnRQqTxwB7dx2eJs\"}"}"#
+
+    static func driver() -> PusherDriver {
+        PusherDriver(.pusher(key: "278d425bdf160c739803",
+                             authorizer: .inline(secret: "7ad3773142a6692b25b8", encryptionMasterKey: masterKey),
+                             host: "127.0.0.1"))
+    }
+
+    @Test("the vectors: auth signature, shared secret, and the event opens to its plaintext")
+    func vectors() async {
+        #expect(PusherAuthorizer.sharedSecret(channel: "private-encrypted-foobar", masterKey: Self.masterKey)
+                == "/fXNISfW5oYPsxk0w2Unhmf4ryxyOUewExp5ih8r70k=")
+        var driver = Self.driver()
+        driver.establish()
+        let sent = await driver.runWork(driver.handle(.subscribe("private-encrypted-foobar"))).sentTexts
+        #expect(sent.first?.contains("278d425bdf160c739803:e6a18892d037c5d5e76a2265df4f086ffc38631605530dfd214aa5bff495f533") == true)
+        #expect(sent.first?.contains("shared_secret") == false)
+        driver.receive(#"{"event":"pusher_internal:subscription_succeeded","channel":"private-encrypted-foobar","data":"{}"}"#)
+        let events = driver.receive(Self.vectorEvent).delivered
+        #expect(events.first?.data == ["message": "hello"])
+        #expect(events.first?.rawData == #"{"message": "hello"}"#)
+    }
+
+    @Test("a box that does not open fetches a fresh key once, then reports decryptionFailed and drops it")
+    func rekeyOnce() async {
+        var driver = Self.driver()
+        driver.establish()
+        _ = await driver.runWork(driver.handle(.subscribe("private-encrypted-foobar")))
+        let tampered = Self.vectorEvent.replacingOccurrences(of: "VPK0", with: "WPK0")
+        let first = driver.receive(tampered)
+        #expect(first.delivered.isEmpty)
+        #expect(first.works.count == 1)
+        // Held while the key is fetched; the good one opens once the key arrives.
+        #expect(driver.receive(Self.vectorEvent).isEmpty)
+        let after = await driver.runWork(first)
+        #expect(after.reportedErrors.map(\.code) == [.decryptionFailed])
+        #expect(after.delivered.map(\.data) == [["message": "hello"]])
+        let missing = driver.receive(#"{"event":"secret","channel":"private-encrypted-foobar","data":"{}"}"#)
+        #expect(missing.reportedErrors.map(\.code) == [.decryptionFailed])
+    }
+
+    @Test("system events on encrypted channels are not decrypted")
+    func systemEventsPlain() async {
+        var driver = Self.driver()
+        driver.establish()
+        _ = await driver.runWork(driver.handle(.subscribe("private-encrypted-foobar")))
+        let success = driver.receive(#"{"event":"pusher_internal:subscription_succeeded","channel":"private-encrypted-foobar","data":"{}"}"#)
+        #expect(success.subscribedChannels == ["private-encrypted-foobar"])
     }
 }
 

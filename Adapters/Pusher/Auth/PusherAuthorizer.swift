@@ -48,8 +48,10 @@ public enum PusherAuthorizer: Sendable {
     case endpoint(URL, userURL: URL? = nil, headers: [HTTPHeader] = [], params: [String: String] = [:])
     /// Signs in the client with the app secret. **For development and tests only**: an app that ships its
     /// secret lets anyone join any channel. `presenceData` is the presence identity
-    /// (`{"user_id":"1"}`), `userData` the sign-in identity (`{"id":"1"}`).
-    case inline(secret: String, presenceData: String? = nil, userData: String? = nil)
+    /// (`{"user_id":"1"}`), `userData` the sign-in identity (`{"id":"1"}`), `encryptionMasterKey` the 32-byte
+    /// key that encrypted channels derive their shared secret from.
+    case inline(secret: String, presenceData: String? = nil, userData: String? = nil,
+                encryptionMasterKey: [UInt8]? = nil)
 
     /// Runs the authorizer for `request`; `key` is the app key that prefixes inline signatures.
     func authorize(_ request: PusherAuthRequest, key: String) async throws(RealtimeError) -> PusherAuthorization {
@@ -64,12 +66,25 @@ public enum PusherAuthorizer: Sendable {
                                     context: .init(channel: request.channel.map { ChannelID($0) },
                                                    detail: String(describing: error)))
             }
-        case .inline(let secret, let presenceData, let userData):
-            return try Self.sign(request, key: key, secret: secret, presenceData: presenceData, userData: userData)
+        case .inline(let secret, let presenceData, let userData, let masterKey):
+            var answer = try Self.sign(request, key: key, secret: secret, presenceData: presenceData, userData: userData)
+            if let channel = request.channel, channel.hasPrefix("private-encrypted-") {
+                guard let masterKey else {
+                    throw RealtimeError(.invalidArgument, "the inline signer needs encryptionMasterKey for \(channel)",
+                                        context: .init(channel: ChannelID(channel)))
+                }
+                answer.sharedSecret = Self.sharedSecret(channel: channel, masterKey: masterKey)
+            }
+            return answer
         case .endpoint(let url, let userURL, let headers, let params):
             let target = request.channel == nil ? (userURL ?? url) : url
             return try await PusherAuthEndpoint.post(request, to: target, headers: headers, params: params)
         }
+    }
+
+    /// The key of an encrypted channel, base64: SHA-256(channel name ‖ master key), as Pusher's servers derive it.
+    public static func sharedSecret(channel: String, masterKey: [UInt8]) -> String {
+        Data(SHA256.hash(Array(channel.utf8) + masterKey)).base64EncodedString()
     }
 
     /// The inline signer, public for tests and tools.

@@ -46,6 +46,8 @@ public struct PusherVendor: Sendable, Hashable {
     public var clientName: String
     /// The least wait before reconnecting after a 4100–4199 close (Pusher's rule is at least 1 s).
     public var backoffFloor41xx: Duration
+    /// `private-encrypted-` channels (Pusher yes, Bird refuses them).
+    public var supportsEncryptedChannels: Bool
 
     /// Pusher Channels.
     public static let pusher = PusherVendor(
@@ -54,7 +56,7 @@ public struct PusherVendor: Sendable, Hashable {
         signinDataKey: "user_data", signinIDKey: "id", signinSeparator: "user", pingData: .object([:]),
         countEvent: "subscription_count", userChannelSendsEmptyAuth: true, authEncoding: .form,
         authIDParameter: "socket_id", hostTemplate: "ws-%@.pusher.com", clientName: "realtime-swift",
-        backoffFloor41xx: .seconds(1))
+        backoffFloor41xx: .seconds(1), supportsEncryptedChannels: true)
 
     /// Bird Realtime.
     public static let bird = PusherVendor(
@@ -63,7 +65,7 @@ public struct PusherVendor: Sendable, Hashable {
         signinDataKey: "member_data", signinIDKey: "member_id", signinSeparator: "member", pingData: nil,
         countEvent: "connection_count", userChannelSendsEmptyAuth: false, authEncoding: .json,
         authIDParameter: "connection_id", hostTemplate: "ws-%@.realtime.platform.bird.com",
-        clientName: "realtime-swift", backoffFloor41xx: .seconds(1))
+        clientName: "realtime-swift", backoffFloor41xx: .seconds(1), supportsEncryptedChannels: false)
 
     /// The frame `<prefix>ping` or `<prefix>pong`.
     func control(_ name: String) -> TransportFrame {

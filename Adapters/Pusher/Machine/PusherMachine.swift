@@ -1,3 +1,4 @@
+import Foundation
 import RealtimeCore
 
 /// The Pusher / Bird state machine for one session: frames and commands in, ``DialectAction``s out.
@@ -28,7 +29,15 @@ public struct PusherMachine: DialectMachine {
         var phase: Phase
         /// The presence identity sent with the subscribe, kept to tell the app who it is.
         var channelData: String?
+        /// The key of an encrypted channel.
+        var sharedKey: [UInt8]?
+        /// A decryption failed and a fresh key is being fetched (`serial`); events wait in `held`.
+        var rekeying: UInt64?
+        var held: [RealtimeEvent] = []
     }
+
+    /// Events held while an encrypted channel fetches a fresh key.
+    static let maximumHeldEvents = 256
 
     private let vendor: PusherVendor
     private let key: String
@@ -142,8 +151,13 @@ public struct PusherMachine: DialectMachine {
                           raw: rawData, actions: &actions)
         } else {
             let userID = envelope["user_id"].flatMap(Self.idString)
-            actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
-                                                  rawData: rawData, userID: userID)))
+            let received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
+                                         rawData: rawData, userID: userID)
+            if let channel, channel.hasPrefix("private-encrypted-"), subscriptions[channel] != nil {
+                encrypted(received, channel: channel, actions: &actions)
+            } else {
+                actions.append(.deliver(received))
+            }
         }
     }
 
@@ -349,9 +363,9 @@ public struct PusherMachine: DialectMachine {
                 context: .init(channel: channel))))
             return
         }
-        if name.hasPrefix("private-encrypted-") {
+        if name.hasPrefix("private-encrypted-"), !vendor.supportsEncryptedChannels {
             actions.append(.subscriptionFailed(channel, RealtimeError(
-                .unsupported, "encrypted channels are not supported by this client yet", context: .init(channel: channel))))
+                .unsupported, "\(vendor.name) has no encrypted channels", context: .init(channel: channel))))
             return
         }
         guard name.hasPrefix("private-") || name.hasPrefix("presence-") else {
@@ -389,8 +403,9 @@ public struct PusherMachine: DialectMachine {
     }
 
     private mutating func sendSubscribe(_ channel: ChannelID, auth: String?, channelData: String?,
-                                        actions: inout [DialectAction]) {
-        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData)
+                                        sharedKey: [UInt8]? = nil, actions: inout [DialectAction]) {
+        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData,
+                                                   sharedKey: sharedKey)
         awaitingAnswer.append(channel.name)
         var data: [String: JSONValue] = ["channel": .string(channel.name)]
         if let auth { data["auth"] = .string(auth) }
@@ -504,7 +519,34 @@ public struct PusherMachine: DialectMachine {
                                                 context: .init(channel: channel)), actions: &actions)
                     return
                 }
-                sendSubscribe(channel, auth: auth, channelData: channelData, actions: &actions)
+                var sharedKey: [UInt8]?
+                if channel.name.hasPrefix("private-encrypted-") {
+                    guard let key = Self.sharedKey(json) else {
+                        fail(channel, RealtimeError(.authorizationFailed,
+                                                    "the authorizer gave no 32-byte base64 shared_secret for \(channel.name)",
+                                                    context: .init(channel: channel)), actions: &actions)
+                        return
+                    }
+                    sharedKey = key
+                }
+                sendSubscribe(channel, auth: auth, channelData: channelData, sharedKey: sharedKey, actions: &actions)
+            }
+        case Self.rekeyWork:
+            guard let channel = id.channel, var subscription = subscriptions[channel.name],
+                  subscription.rekeying == id.serial else { return }
+            let held = subscription.held
+            subscription.held = []
+            subscription.rekeying = nil
+            if case .success(let json) = result, let key = Self.sharedKey(json) {
+                subscription.sharedKey = key
+                subscriptions[channel.name] = subscription
+                for event in held { decryptAndDeliver(event, key: key, retryable: false, actions: &actions) }
+            } else {
+                subscriptions[channel.name] = subscription
+                if case .failure(let error) = result { actions.append(.reportError(error)) }
+                actions.append(.reportError(RealtimeError(
+                    .decryptionFailed, "dropped \(held.count) event(s) on \(channel.name): no fresh key",
+                    context: .init(channel: channel))))
             }
         case Self.signinWork:
             guard id.serial == signinSerial else { return }
@@ -527,4 +569,61 @@ public struct PusherMachine: DialectMachine {
     }
 
     public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {}
+
+    // MARK: Encrypted channels
+
+    private static let rekeyWork = "pusher.rekey"
+
+    static func sharedKey(_ json: JSONValue) -> [UInt8]? {
+        guard let text = json["shared_secret"]?.stringValue, let data = Data(base64Encoded: text),
+              data.count == SecretBox.keyCount else { return nil }
+        return Array(data)
+    }
+
+    /// Decrypts an event of an encrypted channel; on failure fetches a fresh key once and retries.
+    private mutating func encrypted(_ event: RealtimeEvent, channel: String, actions: inout [DialectAction]) {
+        guard var subscription = subscriptions[channel], let key = subscription.sharedKey else { return }
+        if subscription.rekeying != nil {
+            if subscription.held.count < Self.maximumHeldEvents { subscription.held.append(event) }
+            subscriptions[channel] = subscription
+            return
+        }
+        guard !decryptAndDeliver(event, key: key, retryable: true, actions: &actions),
+              let authorizer, let connectionID else { return }
+        serial += 1
+        subscription.rekeying = serial
+        subscription.held = [event]
+        subscriptions[channel] = subscription
+        let request = PusherAuthRequest(connectionID: connectionID, channel: channel, vendor: vendor)
+        actions.append(.perform(DialectWork(id: WorkID(kind: Self.rekeyWork, channel: subscription.channel,
+                                                       serial: serial)) { [key = self.key] in
+            try await Self.authorizationJSON(authorizer, request, key: key)
+        }))
+    }
+
+    /// Delivers the plaintext of `event`. Returns `false` when it could not be opened and `retryable`;
+    /// otherwise reports the failure and drops the event.
+    @discardableResult
+    private func decryptAndDeliver(_ event: RealtimeEvent, key: [UInt8], retryable: Bool,
+                                   actions: inout [DialectAction]) -> Bool {
+        guard let nonce = event.data["nonce"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
+              let cipher = event.data["ciphertext"]?.stringValue.flatMap({ Data(base64Encoded: $0) }) else {
+            actions.append(.reportError(RealtimeError(
+                .decryptionFailed, "an event on \(event.channel?.name ?? "") is not a {nonce, ciphertext} object",
+                context: .init(serverPayload: event.data, channel: event.channel, detail: event.name))))
+            return true
+        }
+        guard let plain = SecretBox.open(Array(cipher), nonce: Array(nonce), key: key) else {
+            if retryable { return false }
+            actions.append(.reportError(RealtimeError(
+                .decryptionFailed, "could not decrypt '\(event.name)' on \(event.channel?.name ?? "") even with a fresh key",
+                context: .init(channel: event.channel, detail: event.name))))
+            return true
+        }
+        let text = String(decoding: plain, as: UTF8.self)
+        let data = (try? JSONValue.parse(text)) ?? .string(text)
+        actions.append(.deliver(RealtimeEvent(channel: event.channel, name: event.name, data: data, rawData: text,
+                                              userID: event.userID)))
+        return true
+    }
 }
