@@ -117,4 +117,26 @@ struct PusherEmbeddedServerTests {
         }
         #expect(room.state == .subscribed(recovered: nil))
     }
+
+    @Test("encrypted channel: the server seals with the derived key, our client opens it; client events refused")
+    func encrypted() async throws {
+        let masterKey = Array("0123456789abcdef0123456789abcdef".utf8)
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret, encryptionMasterKey: masterKey)
+        let session = RealtimeSession(
+            dialect: .pusher(key: PusherLive.key,
+                             authorizer: .inline(secret: PusherLive.secret, encryptionMasterKey: masterKey),
+                             host: "127.0.0.1", port: server.port, reconnectPolicy: PusherLive.policy),
+            transport: PusherLive.transport, options: SessionOptions(connectTimeout: .seconds(3)))
+        defer { session.disconnect() }
+        let vault = session.channel("private-encrypted-vault")
+        let seen = Locked<[RealtimeEvent]>([])
+        vault.on("secret") { event in seen.withLock { $0.append(event) } }
+        try await session.connect()
+        _ = try await vault.subscribed()
+        server.trigger("private-encrypted-vault", event: "secret", data: ["code": "42", "émoji": "🔐"])
+        await pusherWait("decrypted") { seen.withLock { $0.count } == 1 }
+        #expect(seen.withLock { $0.first?.data } == ["code": "42", "émoji": "🔐"])
+        #expect(!server.receivedFrames.contains { $0.contains("shared_secret") })
+        await #expect(throws: RealtimeError.self) { try await vault.send("client-x", ["a": 1]) }
+    }
 }

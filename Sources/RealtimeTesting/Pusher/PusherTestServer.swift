@@ -56,10 +56,15 @@ public final class PusherTestServer: Sendable {
     /// The listening port.
     public let port: Int
 
+    /// The 32-byte key `private-encrypted-` channels derive their keys from; `nil` refuses those channels.
+    public let encryptionMasterKey: [UInt8]?
+
     /// Starts listening on `127.0.0.1:port` (0 picks a free port).
-    public init(key: String, secret: String, port: Int = 0, activityTimeout: Int = 120) throws(RealtimeError) {
+    public init(key: String, secret: String, port: Int = 0, activityTimeout: Int = 120,
+                encryptionMasterKey: [UInt8]? = nil) throws(RealtimeError) {
         self.key = key
         self.secret = secret
+        self.encryptionMasterKey = encryptionMasterKey
         self.activityTimeout = activityTimeout
         let weak = Locked<WeakPusherServer>(WeakPusherServer())
         let listener = try WebSocketServer(configuration: .init(host: "127.0.0.1", port: port),
@@ -105,9 +110,19 @@ public final class PusherTestServer: Sendable {
         }
     }
 
-    /// Sends `event` with `data` (as a JSON string, as Pusher does) to every subscriber of `channel`.
+    /// Sends `event` with `data` (as a JSON string, as Pusher does) to every subscriber of `channel`. On
+    /// `private-encrypted-` channels the data is sealed with the channel's key and a random nonce.
     public func trigger(_ channel: String, event: String, data: JSONValue) {
-        let text = Self.frame(event, channel: channel, data: .string(data.serialized()))
+        var payload = data.serialized()
+        if channel.hasPrefix("private-encrypted-"), let masterKey = encryptionMasterKey {
+            let key = SHA256.hash(Array(channel.utf8) + masterKey)
+            var generator = SystemRandomNumberGenerator()
+            let nonce = (0..<SecretBox.nonceCount).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let box = SecretBox.seal(Array(payload.utf8), nonce: nonce, key: key)
+            payload = JSONValue.object(["nonce": .string(Data(nonce).base64EncodedString()),
+                                        "ciphertext": .string(Data(box).base64EncodedString())]).serialized()
+        }
+        let text = Self.frame(event, channel: channel, data: .string(payload))
         let links = state.withLock { $0.connections.values.filter { $0.channels.contains(channel) }.map(\.link) }
         for link in links { link.send(text: text) }
     }
@@ -223,6 +238,9 @@ public final class PusherTestServer: Sendable {
                 link.send(text: Self.error("Not signed in as this user", code: nil))
                 return
             }
+        } else if channel.hasPrefix("private-encrypted-"), encryptionMasterKey == nil {
+            link.send(text: Self.error("Encrypted channels are not enabled for this app", code: nil))
+            return
         } else if channel.hasPrefix("private-") || channel.hasPrefix("presence-") {
             let identity = data?["channel_data"]?.stringValue
             let signed = channel.hasPrefix("presence-") ? "\(connection.socketID):\(channel):\(identity ?? "")"
