@@ -10,7 +10,6 @@ import Glibc
 ///
 /// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 5), `--idle N` (connections, default 10,000),
 /// `--skip-idle`, `--skip-tls`. Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
-/// `transport autobahn --port P` runs the Autobahn echo client through the transport (see TransportAutobahn).
 enum TransportBenchmark {
     static let payloadSize = 150
 
@@ -21,9 +20,6 @@ enum TransportBenchmark {
             return
         case "idle-server":
             try TransportIdleServer.run(arguments: Array(arguments.dropFirst()))
-            return
-        case "autobahn":
-            try TransportAutobahn.run(arguments: Array(arguments.dropFirst()))
             return
         default:
             break
