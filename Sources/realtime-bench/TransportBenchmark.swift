@@ -9,7 +9,7 @@ import Glibc
 /// beside a parse-only floor measured in the same run, then 10,000 idle connections.
 ///
 /// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 5), `--idle N` (connections, default 10,000),
-/// `--skip-idle`, `--skip-tls`. Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
+/// `--skip-idle`, `--skip-tls`, `--cipher aes|chacha` (default: the faster one, measured). Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
 enum TransportBenchmark {
     static let payloadSize = 150
 
@@ -28,11 +28,25 @@ enum TransportBenchmark {
         let idle = option("--idle", in: arguments) ?? 10_000
         let skipTLS = arguments.contains("--skip-tls")
         raiseFileLimit()
+        // The client's threads (started later, so they inherit this) stay off the blaster's core: without
+        // this the scheduler sometimes puts both on one core and a round measures contention, not the code.
+        let clientPinned = pinCallingThread(toCore: 0)
 
         let certificates = skipTLS ? nil : try BenchmarkCertificates.make()
         defer { certificates?.remove() }
 
-        print("transport: \(count) text frames of \(payloadSize) B over loopback, blaster pinned to its own core")
+        print("transport: \(count) text frames of \(payloadSize) B over loopback, blaster pinned to core 1"
+              + (clientPinned ? ", client to core 0" : " (client not pinned)"))
+        let cipher: TLSCipherPreference
+        switch arguments.firstIndex(of: "--cipher").map({ arguments[min($0 + 1, arguments.count - 1)] }) {
+        case "aes": cipher = .aesGCM
+        case "chacha": cipher = .chaCha20Poly1305
+        default: cipher = .fastestMeasured
+        }
+        if !skipTLS {
+            print("  wss cipher asked for first: " + TLSCipherSpeed.suites(for: cipher).prefix { $0 != ":" }
+                  + (cipher == .fastestMeasured ? " (the faster one measured here)" : " (--cipher)"))
+        }
         let floor = parseOnlyFloor(count: count)
         print(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
         // Alternating rounds, best of each: this machine is shared and noisy (±20 %).
@@ -40,8 +54,8 @@ enum TransportBenchmark {
         var plainRuns: [Throughput] = []
         var secureRuns: [Throughput] = []
         for _ in 0..<rounds {
-            plainRuns.append(try throughput(count: count, certificates: nil))
-            if let certificates { secureRuns.append(try throughput(count: count, certificates: certificates)) }
+            plainRuns.append(try throughput(count: count, certificates: nil, cipher: cipher))
+            if let certificates { secureRuns.append(try throughput(count: count, certificates: certificates, cipher: cipher)) }
         }
         print("  ws  rounds (M msg per client CPU-second): "
               + plainRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
@@ -117,7 +131,7 @@ enum TransportBenchmark {
         return best
     }
 
-    static func throughput(count: Int, certificates: BenchmarkCertificates?) throws -> Throughput {
+    static func throughput(count: Int, certificates: BenchmarkCertificates?, cipher: TLSCipherPreference) throws -> Throughput {
         var arguments = ["transport", "blaster", "--count", String(count)]
         if let certificates { arguments += ["--tls", certificates.certificate, certificates.key] }
         let child = try ChildProcess(arguments: arguments, core: 1)
@@ -125,7 +139,7 @@ enum TransportBenchmark {
         let port = try child.readPort()
         let scheme = certificates == nil ? "ws" : "wss"
         let tls = TLSConfiguration(trustsSystemRoots: false,
-                                   additionalTrustRoots: certificates.map { [.file($0.ca)] } ?? [])
+                                   additionalTrustRoots: certificates.map { [.file($0.ca)] } ?? [], cipherPreference: cipher)
         let transport = WebSocketTransport(configuration: .init(tls: tls))
         let received = Locked(0)
         let finished = DispatchSemaphore(value: 0)
@@ -246,6 +260,16 @@ enum TransportBenchmark {
             return fields.count > 1 ? Int(fields[1]) ?? 0 : 0
         }
         return 0
+    }
+
+    /// Restricts the calling thread, and threads it starts afterwards, to `core`; false when refused.
+    static func pinCallingThread(toCore core: Int) -> Bool {
+        // Glibc's module hides the GNU-only declaration; the symbol is there.
+        typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else { return false }
+        var mask = [UInt64](repeating: 0, count: 16)  // 1024 CPUs, glibc's cpu_set_t
+        mask[core / 64] = 1 << UInt64(core % 64)
+        return mask.withUnsafeBytes { unsafeBitCast(symbol, to: SetAffinity.self)(0, $0.count, $0.baseAddress!) == 0 }
     }
 
     static func raiseFileLimit() {

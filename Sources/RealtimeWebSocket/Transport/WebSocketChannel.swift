@@ -246,6 +246,9 @@ final class WebSocketChannel: LoopHandler {
             return
         }
         tls.withBorrowedCiphertext(bytes) { readTLSRecords(tls, in: context) }
+        // The socket is drained: likely idle for a while, so hand OpenSSL's buffers back. (Freeing them
+        // per record instead, with SSL_MODE_RELEASE_BUFFERS, costs a malloc and a free per 16 KiB.)
+        if count < readSpace.count, isActive, self.tls != nil { tls.releaseBuffers() }
     }
 
     /// Advances the TLS handshake and decodes every record the last read completed.
