@@ -12,9 +12,9 @@ public enum TLSMinimumVersion: Sendable, Hashable {
     case tls13
 }
 
-/// Which TLS 1.3 cipher a client asks for first. Both are AEADs of equal standing; they differ in speed per
-/// machine (AES-GCM wins where the OpenSSL build has a wide AES path, ChaCha20-Poly1305 where it has wide
-/// vector ChaCha but not VAES, as OpenSSL 3.0 on an AVX-512 CPU: 4.3 against 3.0 GB/s measured here).
+/// Which TLS 1.3 cipher a client asks for first. Both are AEADs of equal standing; which one is cheaper per
+/// byte depends on the CPU and the OpenSSL build (AES-GCM where AES-NI and carry-less multiply are fast,
+/// ChaCha20-Poly1305 on CPUs without them), so by default it is measured rather than assumed.
 public enum TLSCipherPreference: Sendable, Hashable {
     /// The faster of AES-128-GCM and ChaCha20-Poly1305 on this machine, measured once per process
     /// (a few milliseconds, when the first `wss://` client context is made).
