@@ -178,6 +178,14 @@ package enum TLSCipherSpeed {
         return bestChaCha < bestAES ? chaChaFirst : aesFirst
     }()
 
+    /// Bytes per second the AEAD of `preference`'s first suite seals in full records (best of five).
+    package static func sealBytesPerSecond(_ preference: TLSCipherPreference) -> Double {
+        let cipher = suites(for: preference).hasPrefix("TLS_CHACHA") ? EVP_chacha20_poly1305() : EVP_aes_128_gcm()
+        guard let cipher, sealNanoseconds(cipher) != nil else { return 0 }
+        let best = (0..<5).compactMap { _ in sealNanoseconds(cipher) }.min() ?? .max
+        return Double(32 * 16_384) / (Double(best) / 1e9)
+    }
+
     /// Time to seal 32 full TLS records (16 KiB each, a fresh nonce per record, one key), in nanoseconds.
     static func sealNanoseconds(_ cipher: OpaquePointer) -> UInt64? {
         guard let context = EVP_CIPHER_CTX_new() else { return nil }
