@@ -45,7 +45,7 @@ enum TransportBenchmark {
         }
         if !skipTLS {
             print("  wss cipher asked for first: " + TLSCipherSpeed.suites(for: cipher).prefix { $0 != ":" }
-                  + (cipher == .fastestMeasured ? " (the faster one measured here)" : " (--cipher)"))
+                  + (cipher == .fastestMeasured ? " (chosen by measuring both AEADs here)" : " (--cipher)"))
         }
         let floor = parseOnlyFloor(count: count)
         print(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
