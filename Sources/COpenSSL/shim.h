@@ -31,6 +31,9 @@ static inline int realtime_SSL_CTX_set_options(SSL_CTX *ctx, unsigned long optio
 static inline long realtime_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_session_cache_mode(ctx, mode);
 }
+static inline long realtime_SSL_CTX_set_read_ahead(SSL_CTX *ctx, long yes) {
+    return SSL_CTX_set_read_ahead(ctx, yes);
+}
 static inline long realtime_BIO_get_mem_data(BIO *bio, char **data) {
     return BIO_get_mem_data(bio, data);
 }

@@ -9,8 +9,7 @@ import Glibc
 /// beside a parse-only floor measured in the same run, then 10,000 idle connections.
 ///
 /// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 5), `--idle N` (connections, default 10,000),
-/// `--skip-idle`, `--skip-tls`. Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
-/// `transport autobahn --port P` runs the Autobahn echo client through the transport (see TransportAutobahn).
+/// `--skip-idle`, `--skip-tls`, `--cipher aes|chacha` (default: the faster one, measured). Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
 enum TransportBenchmark {
     static let payloadSize = 150
 
@@ -22,9 +21,6 @@ enum TransportBenchmark {
         case "idle-server":
             try TransportIdleServer.run(arguments: Array(arguments.dropFirst()))
             return
-        case "autobahn":
-            try TransportAutobahn.run(arguments: Array(arguments.dropFirst()))
-            return
         default:
             break
         }
@@ -32,20 +28,42 @@ enum TransportBenchmark {
         let idle = option("--idle", in: arguments) ?? 10_000
         let skipTLS = arguments.contains("--skip-tls")
         raiseFileLimit()
+        // The client's threads (started later, so they inherit this) stay off the blaster's core: without
+        // this the scheduler sometimes puts both on one core and a round measures contention, not the code.
+        let clientPinned = pinCallingThread(toCore: 0)
 
         let certificates = skipTLS ? nil : try BenchmarkCertificates.make()
         defer { certificates?.remove() }
 
-        print("transport: \(count) text frames of \(payloadSize) B over loopback, blaster pinned to its own core")
+        print("transport: \(count) text frames of \(payloadSize) B over loopback, blaster pinned to core 1"
+              + (clientPinned ? ", client to core 0" : " (client not pinned)"))
+        let cipher: TLSCipherPreference
+        switch arguments.firstIndex(of: "--cipher").map({ arguments[min($0 + 1, arguments.count - 1)] }) {
+        case "aes": cipher = .aesGCM
+        case "chacha": cipher = .chaCha20Poly1305
+        default: cipher = .fastestMeasured
+        }
+        if !skipTLS {
+            print("  wss cipher asked for first: " + TLSCipherSpeed.suites(for: cipher).prefix { $0 != ":" }
+                  + (cipher == .fastestMeasured ? " (chosen by measuring both AEADs here)" : " (--cipher)"))
+        }
         let floor = parseOnlyFloor(count: count)
         print(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
+        let recordLayer = try certificates.map { try tlsRecordFloor(certificates: $0, cipher: cipher) }
+        if let recordLayer {
+            // What wss adds, measured without sockets: OpenSSL's record path (copy in, decrypt, copy out).
+            let bytes = Double(count * encodedFrame().count)
+            print(String(format: "  wss record layer alone (TLSEngine, from memory): %.2f GB/s = %.0f ms per %d frames; the AEAD alone %.2f GB/s = %.0f ms",
+                         recordLayer.engine / 1e9, bytes / recordLayer.engine * 1e3, count,
+                         recordLayer.aead / 1e9, bytes / recordLayer.aead * 1e3))
+        }
         // Alternating rounds, best of each: this machine is shared and noisy (±20 %).
         let rounds = option("--rounds", in: arguments) ?? 5
         var plainRuns: [Throughput] = []
         var secureRuns: [Throughput] = []
         for _ in 0..<rounds {
-            plainRuns.append(try throughput(count: count, certificates: nil))
-            if let certificates { secureRuns.append(try throughput(count: count, certificates: certificates)) }
+            plainRuns.append(try throughput(count: count, certificates: nil, cipher: cipher))
+            if let certificates { secureRuns.append(try throughput(count: count, certificates: certificates, cipher: cipher)) }
         }
         print("  ws  rounds (M msg per client CPU-second): "
               + plainRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
@@ -62,6 +80,13 @@ enum TransportBenchmark {
                          slowdown * 100, wallSlowdown * 100))
             let medianSlowdown = 1 - median(secureRuns.map(\.perCPUSecond)) / median(plainRuns.map(\.perCPUSecond))
             print(String(format: "  wss vs ws (median rounds): %.1f %% fewer msg per client CPU-second", medianSlowdown * 100))
+            if let recordLayer {
+                // The slowdown the record layer alone implies for the median ws round, all else equal.
+                let wsSeconds = Double(count) / median(plainRuns.map(\.perCPUSecond))
+                let recordSeconds = Double(count * encodedFrame().count) / recordLayer.engine
+                print(String(format: "  record layer's share: %.1f %% (of a wss round at the median ws cost plus the record layer's time)",
+                             recordSeconds / (wsSeconds + recordSeconds) * 100))
+            }
         }
         if !arguments.contains("--skip-idle") {
             try idleConnections(count: idle, certificates: nil)
@@ -121,7 +146,61 @@ enum TransportBenchmark {
         return best
     }
 
-    static func throughput(count: Int, certificates: BenchmarkCertificates?) throws -> Throughput {
+    /// Decrypt speed of a client TLSEngine reading the blaster's kind of records (16 KiB, from 157 KB
+    /// writes) in 64 KiB borrowed reads, as the channel does; best of three passes over 10 MB.
+    static func tlsRecordFloor(certificates: BenchmarkCertificates, cipher: TLSCipherPreference) throws -> (engine: Double, aead: Double) {
+        let client = try TLSEngine(client: TLSContext(client: TLSConfiguration(
+            trustsSystemRoots: false, additionalTrustRoots: [.file(certificates.ca)], cipherPreference: cipher)), host: "127.0.0.1")
+        let server = try TLSEngine(server: TLSContext(server: TLSServerConfiguration(
+            certificateChain: .file(certificates.certificate), privateKey: .file(certificates.key))))
+        var toServer: [UInt8] = []
+        var toClient: [UInt8] = []
+        for _ in 0..<10 where !(client.isHandshakeComplete && server.isHandshakeComplete) {
+            _ = try client.advanceHandshake()
+            client.drainCiphertext(into: &toServer)
+            toServer.withUnsafeBytes { server.receiveCiphertext($0) }
+            toServer = []
+            _ = try server.advanceHandshake()
+            server.drainCiphertext(into: &toClient)
+            toClient.withUnsafeBytes { client.receiveCiphertext($0) }
+            toClient = []
+        }
+        let writes = Array([[UInt8]](repeating: encodedFrame(), count: 1000).joined())
+        let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: WebSocketChannelSizes.tlsReadSize, alignment: 16)
+        defer { plaintext.deallocate() }
+        var best = Double.infinity
+        for _ in 0..<3 {
+            var records: [UInt8] = []
+            for _ in 0..<64 { try server.writePlaintext(writes) }
+            server.drainCiphertext(into: &records)
+            var decrypted = 0
+            var failure: RealtimeError?
+            let start = DispatchTime.now().uptimeNanoseconds
+            records.withUnsafeBytes { all in
+                for offset in stride(from: 0, to: all.count, by: WebSocketChannelSizes.tlsReadSize) {
+                    let end = min(offset + WebSocketChannelSizes.tlsReadSize, all.count)
+                    client.withBorrowedCiphertext(UnsafeRawBufferPointer(rebasing: all[offset..<end])) {
+                        do throws(RealtimeError) {
+                            while true {
+                                let (count, stop) = try client.readPlaintext(into: plaintext)
+                                decrypted += count
+                                if stop != .bufferFull { break }
+                            }
+                        } catch {
+                            failure = error
+                        }
+                    }
+                }
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            if let failure { throw failure }
+            guard decrypted == 64 * writes.count else { throw BenchmarkFailure("the record floor decrypted \(decrypted) bytes") }
+            best = min(best, seconds)
+        }
+        return (Double(64 * writes.count) / best, TLSCipherSpeed.sealBytesPerSecond(cipher))
+    }
+
+    static func throughput(count: Int, certificates: BenchmarkCertificates?, cipher: TLSCipherPreference) throws -> Throughput {
         var arguments = ["transport", "blaster", "--count", String(count)]
         if let certificates { arguments += ["--tls", certificates.certificate, certificates.key] }
         let child = try ChildProcess(arguments: arguments, core: 1)
@@ -129,7 +208,7 @@ enum TransportBenchmark {
         let port = try child.readPort()
         let scheme = certificates == nil ? "ws" : "wss"
         let tls = TLSConfiguration(trustsSystemRoots: false,
-                                   additionalTrustRoots: certificates.map { [.file($0.ca)] } ?? [])
+                                   additionalTrustRoots: certificates.map { [.file($0.ca)] } ?? [], cipherPreference: cipher)
         let transport = WebSocketTransport(configuration: .init(tls: tls))
         let received = Locked(0)
         let finished = DispatchSemaphore(value: 0)
@@ -250,6 +329,16 @@ enum TransportBenchmark {
             return fields.count > 1 ? Int(fields[1]) ?? 0 : 0
         }
         return 0
+    }
+
+    /// Restricts the calling thread, and threads it starts afterwards, to `core`; false when refused.
+    static func pinCallingThread(toCore core: Int) -> Bool {
+        // Glibc's module hides the GNU-only declaration; the symbol is there.
+        typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else { return false }
+        var mask = [UInt64](repeating: 0, count: 16)  // 1024 CPUs, glibc's cpu_set_t
+        mask[core / 64] = 1 << UInt64(core % 64)
+        return mask.withUnsafeBytes { unsafeBitCast(symbol, to: SetAffinity.self)(0, $0.count, $0.baseAddress!) == 0 }
     }
 
     static func raiseFileLimit() {

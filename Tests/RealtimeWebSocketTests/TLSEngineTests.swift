@@ -17,10 +17,11 @@ struct TLSEngineTests {
                                                       privateKey: .file(certificates.leafKey)))
     }
 
-    func clientContext(trustingTestCA: Bool = true, pem: Bool = false) throws -> TLSContext {
+    func clientContext(trustingTestCA: Bool = true, pem: Bool = false,
+                       cipherPreference: TLSCipherPreference = .fastestMeasured) throws -> TLSContext {
         let roots: [TLSPEMSource] = trustingTestCA
             ? [pem ? .pem(certificates.pem(certificates.caCertificate)) : .file(certificates.caCertificate)] : []
-        return try TLSContext(client: TLSConfiguration(additionalTrustRoots: roots))
+        return try TLSContext(client: TLSConfiguration(additionalTrustRoots: roots, cipherPreference: cipherPreference))
     }
 
     /// Shuttles records until both sides finish or one fails; returns the client's error.
@@ -63,6 +64,29 @@ struct TLSEngineTests {
         let (count, stop) = try server.readPlaintext(into: buffer)
         #expect(stop == .needMoreCiphertext)
         #expect(Array(buffer[0..<count]) == Array("hello server".utf8))
+    }
+
+    @Test("the client's cipher preference decides the TLS 1.3 suite", arguments: [
+        (TLSCipherPreference.aesGCM, "TLS_AES_128_GCM_SHA256"),
+        (TLSCipherPreference.chaCha20Poly1305, "TLS_CHACHA20_POLY1305_SHA256"),
+    ])
+    func cipherPreference(_ preference: TLSCipherPreference, expected: String) throws {
+        let client = try TLSEngine(client: clientContext(cipherPreference: preference), host: "localhost")
+        let server = try TLSEngine(server: serverContext())
+        #expect(handshake(client, server) == nil)
+        #expect(client.cipherName == expected)
+        #expect(server.cipherName == expected)
+    }
+
+    @Test("the measured preference picks one of the two fast AEADs and puts it first")
+    func measuredPreference() throws {
+        let measured = TLSCipherSpeed.measuredFastest
+        #expect([TLSCipherSpeed.aesFirst, TLSCipherSpeed.chaChaFirst].contains(measured))
+        #expect(TLSCipherSpeed.suites(for: .fastestMeasured) == measured)
+        let client = try TLSEngine(client: clientContext(), host: "localhost")
+        let server = try TLSEngine(server: serverContext())
+        #expect(handshake(client, server) == nil)
+        #expect(measured.hasPrefix(client.cipherName + ":"))
     }
 
     @Test("an IP literal is verified against the certificate's IP address")
@@ -116,6 +140,39 @@ struct TLSEngineTests {
         let junk = Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8)
         junk.withUnsafeBytes { client.receiveCiphertext($0) }
         #expect(throws: RealtimeError.self) { try client.advanceHandshake() }
+    }
+
+    @Test("buffers released between bursts come back: many records per borrowed read, then a release, then more")
+    func releaseBetweenBursts() throws {
+        let client = try TLSEngine(client: clientContext(), host: "localhost")
+        let server = try TLSEngine(server: serverContext())
+        #expect(handshake(client, server) == nil)
+        client.releaseBuffers()
+        server.releaseBuffers()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        for burst in 0..<3 {
+            // 100 KiB is seven records: read-ahead takes them in one go from the borrowed bytes.
+            let plaintext = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ burst) }
+            try server.writePlaintext(plaintext)
+            var records: [UInt8] = []
+            server.drainCiphertext(into: &records)
+            var received: [UInt8] = []
+            // Delivered in two uneven parts so a record straddles the borrowed reads.
+            for part in [records[..<40_001], records[40_001...]] {
+                Array(part).withUnsafeBytes { bytes in
+                    client.withBorrowedCiphertext(bytes) {
+                        while let (count, stop) = try? client.readPlaintext(into: buffer) {
+                            received += buffer[0..<count]
+                            if stop != .bufferFull { break }
+                        }
+                    }
+                }
+            }
+            #expect(received == plaintext)
+            client.releaseBuffers()
+            server.releaseBuffers()
+        }
     }
 
     @Test("a missing CA file is a typed setup error")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Autobahn|Testsuite fuzzing server (cases 1.*-7.*, 9.*, 10.*) against AutobahnTestee.
+# Runs the Autobahn|Testsuite fuzzing server (cases 1.*-7.*, 9.*, 10.*) against AutobahnTestee, which
+# echoes through WebSocketTransport, the product path (the testee's --codec-only flag bypasses it).
 #
 # Creates (once) a Python 2.7 virtualenv with autobahntestsuite 0.8.2 under .peers/ at the repo root,
 # starts `wstest -m fuzzingserver` on 127.0.0.1, runs the release-built testee, prints every case that is
@@ -7,7 +8,8 @@
 # Without Python 2.7 it falls back to conformance_server.py (our own, far smaller suite) and says so.
 #
 # Environment: AUTOBAHN_PORT (default 9001), AUTOBAHN_CASES (JSON list, default the groups above),
-# PYTHON2 (default ~/.pyenv/versions/2.7.18/bin/python), AUTOBAHN_FALLBACK=1 (use the fallback anyway).
+# PYTHON2 (default ~/.pyenv/versions/2.7.18/bin/python), AUTOBAHN_FALLBACK=1 (use the fallback anyway),
+# AUTOBAHN_TESTEE_ARGS (extra testee arguments, such as --codec-only).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -78,7 +80,7 @@ if [[ ! -x "$python2" || -n "${AUTOBAHN_FALLBACK:-}" ]]; then
         > "$work/conformance.log" 2>&1 &
     server_pid=$!
     wait_for_port || { cat "$work/conformance.log"; echo "run.sh: conformance server did not start" >&2; exit 2; }
-    "$testee" --port "$port" --agent Realtime > "$work/testee.log" 2>&1 || true
+    "$testee" --port "$port" --agent Realtime ${AUTOBAHN_TESTEE_ARGS:-} > "$work/testee.log" 2>&1 || true
     wait "$server_pid" 2>/dev/null || true
     set +e
     "$python3_bin" "$here/conformance_server.py" --summary "$work/conformance-results.json"
@@ -113,7 +115,7 @@ server_pid=$!
 wait_for_port || { tail -20 "$work/wstest.log"; echo "run.sh: fuzzingserver did not start" >&2; exit 2; }
 
 cases_started=$(date +%s)
-"$testee" --port "$port" --agent Realtime
+"$testee" --port "$port" --agent Realtime ${AUTOBAHN_TESTEE_ARGS:-}
 echo "run.sh: testee finished in $(( $(date +%s) - cases_started )) s"
 
 set +e
