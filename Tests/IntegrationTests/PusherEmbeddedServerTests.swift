@@ -139,4 +139,40 @@ struct PusherEmbeddedServerTests {
         #expect(!server.receivedFrames.contains { $0.contains("shared_secret") })
         await #expect(throws: RealtimeError.self) { try await vault.send("client-x", ["a": 1]) }
     }
+
+    @Test("Bird: connection_id, member_data presence, bird:signin with member_id and the user channel")
+    func bird() async throws {
+        let server = try PusherTestServer(key: "bird-key", secret: PusherLive.secret, vendor: .bird)
+        func client(_ member: String) -> RealtimeSession {
+            RealtimeSession(dialect: .bird(appKey: "bird-key",
+                                           authorizer: .inline(secret: PusherLive.secret,
+                                                               presenceData: #"{"member_id":"\#(member)","member_info":{"m":"\#(member)"}}"#,
+                                                               userData: #"{"member_id":"\#(member)"}"#),
+                                           host: "127.0.0.1", port: server.port, reconnectPolicy: PusherLive.policy),
+                            transport: PusherLive.transport, options: SessionOptions(connectTimeout: .seconds(3)))
+        }
+        let first = client("a")
+        let second = client("b")
+        defer { first.disconnect(); second.disconnect() }
+        let roster = first.presence("presence-room")
+        try await first.connect()
+        #expect(first.connectionID == "conn-1")
+        try await second.connect()
+        _ = try await first.channel("presence-room").subscribed()
+        _ = try await second.channel("presence-room").subscribed()
+        await pusherWait("both members") { roster.members.ids == ["a", "b"] }
+        #expect(roster.members.me == "a")
+        #expect(roster.members.members["b"] == ["m": "b"])
+        let user = try await second.signin()
+        #expect(user.id == "b")
+        let got = Locked<[JSONValue]>([])
+        second.on("hello") { event in got.withLock { $0.append(event.data) } }
+        await pusherWait("member channel") {
+            server.clients.contains { $0.channels.contains("#server-to-user-b") }
+        }
+        #expect(!server.receivedFrames.contains { $0.contains("#server-to-user-b") && $0.contains("auth") })
+        server.sendToUser("b", event: "hello", data: ["x": 1])
+        await pusherWait("user event") { got.withLock { $0 } == [["x": 1]] }
+        await #expect(throws: RealtimeError.self) { _ = try await first.channel("private-encrypted-x").subscribed() }
+    }
 }

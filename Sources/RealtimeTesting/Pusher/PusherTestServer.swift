@@ -3,7 +3,8 @@ import RealtimeCore
 import RealtimePusher
 import RealtimeWebSocket
 
-/// A Pusher Channels server on loopback for tests, speaking protocol 7 as Pusher does on the wire.
+/// A Pusher Channels server on loopback for tests, speaking protocol 7 as Pusher does on the wire (or Bird
+/// Realtime's variant of it, with `vendor: .bird`).
 ///
 /// It checks the app key in the path (close 4001 when unknown), verifies every private, presence and
 /// sign-in signature with the app secret (a channel-less `pusher:error` with a null code when wrong, as
@@ -48,6 +49,8 @@ public final class PusherTestServer: Sendable {
 
     public let key: String
     public let secret: String
+    /// Pusher, or Bird with its own event prefixes, id and identity keys.
+    public let vendor: PusherVendor
     /// Seconds sent as `activity_timeout`.
     public let activityTimeout: Int
     private let state = Locked(State())
@@ -61,7 +64,8 @@ public final class PusherTestServer: Sendable {
 
     /// Starts listening on `127.0.0.1:port` (0 picks a free port).
     public init(key: String, secret: String, port: Int = 0, activityTimeout: Int = 120,
-                encryptionMasterKey: [UInt8]? = nil) throws(RealtimeError) {
+                encryptionMasterKey: [UInt8]? = nil, vendor: PusherVendor = .pusher) throws(RealtimeError) {
+        self.vendor = vendor
         self.key = key
         self.secret = secret
         self.encryptionMasterKey = encryptionMasterKey
@@ -135,7 +139,7 @@ public final class PusherTestServer: Sendable {
     /// Sends `pusher:ping` to every client.
     public func pingAll() {
         for link in state.withLock({ $0.connections.values.map(\.link) }) {
-            link.send(text: #"{"event":"pusher:ping","data":"{}"}"#)
+            link.send(text: Self.frame(vendor.systemPrefix + "ping", data: .string("{}")))
         }
     }
 
@@ -157,8 +161,8 @@ public final class PusherTestServer: Sendable {
         return JSONValue.object(members).serialized()
     }
 
-    private static func error(_ message: String, code: Int?) -> String {
-        frame("pusher:error", data: ["message": .string(message), "code": code.map { .integer(Int64($0)) } ?? .null])
+    private func error(_ message: String, code: Int?) -> String {
+        Self.frame(vendor.systemPrefix + "error", data: ["message": .string(message), "code": code.map { .integer(Int64($0)) } ?? .null])
     }
 
     private func handle(_ link: WebSocketServerConnection, _ event: WebSocketServer.Event) {
@@ -167,19 +171,20 @@ public final class PusherTestServer: Sendable {
         case .opened:
             let path = link.request?.path ?? ""
             guard path == "/app/\(key)" else {
-                link.send(text: Self.error("Could not find app by key", code: 4001))
+                link.send(text: error("Could not find app by key", code: 4001))
                 link.close(code: 4001, reason: "Could not find app by key")
                 return
             }
             let socketID = state.withLock { state -> String in
                 let number = state.nextSocket
                 state.nextSocket += 1
-                let socketID = "\(number).\(1000 + number)"
+                let socketID = vendor == .bird ? "conn-\(number)" : "\(number).\(1000 + number)"
                 state.connections[id] = Connection(link: link, socketID: socketID)
                 return socketID
             }
-            let data = JSONValue.object(["socket_id": .string(socketID), "activity_timeout": .integer(Int64(activityTimeout))])
-            link.send(text: Self.frame("pusher:connection_established", data: .string(data.serialized())))
+            let data = JSONValue.object([vendor.connectionIDKey: .string(socketID),
+                                         "activity_timeout": .integer(Int64(activityTimeout))])
+            link.send(text: Self.frame(vendor.systemPrefix + "connection_established", data: .string(data.serialized())))
         case .received(let frames):
             for case .text(let text) in frames { received(text, from: id) }
         case .closed:
@@ -195,29 +200,30 @@ public final class PusherTestServer: Sendable {
         guard let connection = state.withLock({ $0.connections[id] }) else { return }
         let link = connection.link
         guard let message = try? JSONValue.parse(text), let event = message["event"]?.stringValue else {
-            link.send(text: Self.error("Malformed message", code: 4200))
+            link.send(text: error("Malformed message", code: 4200))
             return
         }
         let data = message["data"]
+        let prefix = vendor.systemPrefix
         switch event {
-        case "pusher:ping":
-            link.send(text: Self.frame("pusher:pong", data: .string("{}")))
-        case "pusher:pong":
+        case prefix + "ping":
+            link.send(text: Self.frame(prefix + "pong", data: .string("{}")))
+        case prefix + "pong":
             return
-        case "pusher:subscribe":
+        case prefix + "subscribe":
             subscribe(data, id: id, connection: connection)
-        case "pusher:unsubscribe":
+        case prefix + "unsubscribe":
             guard let channel = data?["channel"]?.stringValue else { return }
             let member = state.withLock { state -> Member? in
                 state.connections[id]?.channels.remove(channel)
                 return state.connections[id]?.presence.removeValue(forKey: channel)
             }
             if let member { memberLeft(member, channel: channel) }
-        case "pusher:signin":
+        case prefix + "signin":
             signin(data, id: id, connection: connection)
         default:
             guard event.hasPrefix("client-"), let channel = message["channel"]?.stringValue else {
-                link.send(text: Self.error("Unsupported event \(event)", code: nil))
+                link.send(text: error("Unsupported event \(event)", code: nil))
                 return
             }
             clientEvent(event, channel: channel, data: data ?? .null, id: id, connection: connection)
@@ -229,33 +235,37 @@ public final class PusherTestServer: Sendable {
     private func subscribe(_ data: JSONValue?, id: ObjectIdentifier, connection: Connection) {
         let link = connection.link
         guard let channel = data?["channel"]?.stringValue, !channel.isEmpty else {
-            link.send(text: Self.error("Missing channel", code: nil))
+            link.send(text: error("Missing channel", code: nil))
+            return
+        }
+        if vendor == .bird, channel.hasPrefix("private-encrypted-") {
+            link.send(text: error("Encrypted channels are not supported", code: nil))
             return
         }
         var member: Member?
         if channel.hasPrefix("#server-to-user-") {
             guard connection.userID.map({ "#server-to-user-\($0)" }) == channel else {
-                link.send(text: Self.error("Not signed in as this user", code: nil))
+                link.send(text: error("Not signed in as this user", code: nil))
                 return
             }
         } else if channel.hasPrefix("private-encrypted-"), encryptionMasterKey == nil {
-            link.send(text: Self.error("Encrypted channels are not enabled for this app", code: nil))
+            link.send(text: error("Encrypted channels are not enabled for this app", code: nil))
             return
         } else if channel.hasPrefix("private-") || channel.hasPrefix("presence-") {
-            let identity = data?["channel_data"]?.stringValue
+            let identity = data?[vendor.subscribeIdentityKey]?.stringValue
             let signed = channel.hasPrefix("presence-") ? "\(connection.socketID):\(channel):\(identity ?? "")"
                 : "\(connection.socketID):\(channel)"
             guard data?["auth"]?.stringValue == signature(signed) else {
-                link.send(text: Self.error("Invalid signature: expected HMAC SHA256 hex digest of \(signed)", code: nil))
+                link.send(text: error("Invalid signature: expected HMAC SHA256 hex digest of \(signed)", code: nil))
                 return
             }
             if channel.hasPrefix("presence-") {
                 guard let identity, let parsed = try? JSONValue.parse(identity),
-                      let userID = parsed["user_id"].flatMap(Self.idString) else {
-                    link.send(text: Self.error("Invalid presence channel_data", code: nil))
+                      let userID = parsed[vendor.memberIDKey].flatMap(Self.idString) else {
+                    link.send(text: error("Invalid presence \(vendor.subscribeIdentityKey)", code: nil))
                     return
                 }
-                member = Member(userID: userID, info: parsed["user_info"] ?? .null)
+                member = Member(userID: userID, info: parsed[vendor.memberInfoKey] ?? .null)
             }
         }
         let (others, alreadyPresent) = state.withLock { state -> ([WebSocketServerConnection], Bool) in
@@ -273,12 +283,12 @@ public final class PusherTestServer: Sendable {
             payload = ["presence": ["ids": .array(members.keys.sorted().map(JSONValue.string)),
                                     "hash": .object(members), "count": .integer(Int64(members.count))]]
         }
-        link.send(text: Self.frame("pusher_internal:subscription_succeeded", channel: channel,
+        link.send(text: Self.frame(vendor.internalPrefix + "subscription_succeeded", channel: channel,
                                    data: .string(payload.serialized())))
         if let member, !alreadyPresent {
-            let added = Self.frame("pusher_internal:member_added", channel: channel,
-                                   data: .string(JSONValue.object(["user_id": .string(member.userID),
-                                                                   "user_info": member.info]).serialized()))
+            let added = Self.frame(vendor.internalPrefix + "member_added", channel: channel,
+                                   data: .string(JSONValue.object([vendor.memberIDKey: .string(member.userID),
+                                                                   vendor.memberInfoKey: member.info]).serialized()))
             for other in others { other.send(text: added) }
         }
     }
@@ -289,33 +299,35 @@ public final class PusherTestServer: Sendable {
             return (present, state.connections.values.filter { $0.channels.contains(channel) }.map(\.link))
         }
         guard !stillPresent else { return }
-        let removed = Self.frame("pusher_internal:member_removed", channel: channel,
-                                 data: .string(JSONValue.object(["user_id": .string(member.userID)]).serialized()))
+        let removed = Self.frame(vendor.internalPrefix + "member_removed", channel: channel,
+                                 data: .string(JSONValue.object([vendor.memberIDKey: .string(member.userID)]).serialized()))
         for link in links { link.send(text: removed) }
     }
 
     private func signin(_ data: JSONValue?, id: ObjectIdentifier, connection: Connection) {
-        guard let userData = data?["user_data"]?.stringValue,
-              data?["auth"]?.stringValue == signature("\(connection.socketID)::user::\(userData)"),
-              let userID = (try? JSONValue.parse(userData))?["id"].flatMap(Self.idString), !userID.isEmpty else {
-            connection.link.send(text: Self.error("Invalid signin", code: nil))
+        guard let userData = data?[vendor.signinDataKey]?.stringValue,
+              data?["auth"]?.stringValue == signature(vendor.signinSignedString(connectionID: connection.socketID,
+                                                                                identity: userData)),
+              let userID = (try? JSONValue.parse(userData))?[vendor.signinIDKey].flatMap(Self.idString),
+              !userID.isEmpty else {
+            connection.link.send(text: error("Invalid signin", code: nil))
             return
         }
         state.withLock { $0.connections[id]?.userID = userID }
-        connection.link.send(text: Self.frame("pusher:signin_success",
-                                              data: .string(JSONValue.object(["user_data": .string(userData)]).serialized())))
+        connection.link.send(text: Self.frame(vendor.systemPrefix + "signin_success",
+                                              data: .string(JSONValue.object([vendor.signinDataKey: .string(userData)]).serialized())))
     }
 
     private func clientEvent(_ event: String, channel: String, data: JSONValue, id: ObjectIdentifier,
                              connection: Connection) {
         guard channel.hasPrefix("private-") || channel.hasPrefix("presence-"),
               !channel.hasPrefix("private-encrypted-") else {
-            connection.link.send(text: Self.error("Client events are only allowed on private and presence channels",
+            connection.link.send(text: error("Client events are only allowed on private and presence channels",
                                                   code: nil))
             return
         }
         guard connection.channels.contains(channel) else {
-            connection.link.send(text: Self.error("Not subscribed to \(channel)", code: nil))
+            connection.link.send(text: error("Not subscribed to \(channel)", code: nil))
             return
         }
         var members: [String: JSONValue] = ["event": .string(event), "channel": .string(channel),
