@@ -91,17 +91,12 @@ public struct ActionCableMachine: DialectMachine {
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
-        guard case .text(let text) = frame else {
-            actions.append(.reportError(RealtimeError(.protocolViolation, "Action Cable sent a binary frame")))
-            return
-        }
         let json: JSONValue
+        let text: String
         do {
-            json = try JSONValue.parse(text)
+            (json, text) = try frame.jsonDocument(from: "Action Cable")
         } catch {
-            actions.append(.reportError(RealtimeError(.invalidJSON, "Action Cable sent a frame that is not JSON",
-                                                      context: .init(offset: error.context.offset,
-                                                                     detail: String(text.prefix(120))))))
+            actions.append(.reportError(error))
             return
         }
         guard case .object(let members) = json else {

@@ -122,17 +122,11 @@ public struct PusherMachine: DialectMachine {
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
-        guard case .text(let text) = frame else {
-            actions.append(.reportError(RealtimeError(.protocolViolation, "\(vendor.name) sent a binary frame")))
-            return
-        }
         let envelope: JSONValue
         do {
-            envelope = try JSONValue.parse(text)
+            envelope = try frame.jsonDocument(from: vendor.name).document
         } catch {
-            actions.append(.reportError(RealtimeError(.invalidJSON, "\(vendor.name) sent a frame that is not JSON",
-                                                      context: .init(offset: error.context.offset,
-                                                                     detail: String(text.prefix(120))))))
+            actions.append(.reportError(error))
             return
         }
         guard let event = envelope["event"]?.stringValue else {

@@ -1,0 +1,17 @@
+extension TransportFrame {
+    /// The JSON document in a text frame, for dialects whose every frame is one JSON text (Pusher, Action
+    /// Cable). A binary frame is a `.protocolViolation`, bad JSON an `.invalidJSON` error carrying the byte
+    /// offset and the start of the text; `peer` names the server in the messages. Returns the text too, for
+    /// dialects that keep raw members.
+    public func jsonDocument(from peer: String) throws(RealtimeError) -> (document: JSONValue, text: String) {
+        guard case .text(let text) = self else {
+            throw RealtimeError(.protocolViolation, "\(peer) sent a binary frame")
+        }
+        do {
+            return (try JSONValue.parse(text), text)
+        } catch {
+            throw RealtimeError(.invalidJSON, "\(peer) sent a frame that is not JSON",
+                                context: .init(offset: error.context.offset, detail: String(text.prefix(120))))
+        }
+    }
+}
