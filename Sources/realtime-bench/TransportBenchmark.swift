@@ -49,21 +49,38 @@ enum TransportBenchmark {
         }
         let floor = parseOnlyFloor(count: count)
         print(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
-        let recordLayer = try certificates.map { try tlsRecordFloor(certificates: $0, cipher: cipher) }
-        if let recordLayer {
-            // What wss adds, measured without sockets: OpenSSL's record path (copy in, decrypt, copy out).
+        let recordLayer = try certificates.map { try tlsRecordFloor(certificates: $0, cipher: cipher, reading: .direct) }
+        let openSSLRecordLayer = try certificates.map { try tlsRecordFloor(certificates: $0, cipher: cipher, reading: .openSSL) }
+        if let recordLayer, let openSSLRecordLayer {
+            // What wss adds, measured without sockets: the direct reader (one AEAD pass into the decoder's
+            // buffer) and OpenSSL's record path (copy in, decrypt, copy out), beside the AEAD alone.
             let bytes = Double(count * encodedFrame().count)
-            print(String(format: "  wss record layer alone (TLSEngine, from memory): %.2f GB/s = %.0f ms per %d frames; the AEAD alone %.2f GB/s = %.0f ms",
-                         recordLayer.engine / 1e9, bytes / recordLayer.engine * 1e3, count,
+            print(String(format: "  wss record layer alone (TLSEngine, from memory, per %d frames): direct reader %.2f GB/s = %.0f ms; OpenSSL's %.2f GB/s = %.0f ms; the AEAD alone %.2f GB/s = %.0f ms",
+                         count, recordLayer.engine / 1e9, bytes / recordLayer.engine * 1e3,
+                         openSSLRecordLayer.engine / 1e9, bytes / openSSLRecordLayer.engine * 1e3,
                          recordLayer.aead / 1e9, bytes / recordLayer.aead * 1e3))
         }
         // Alternating rounds, best of each: this machine is shared and noisy (±20 %).
         let rounds = option("--rounds", in: arguments) ?? 5
         var plainRuns: [Throughput] = []
         var secureRuns: [Throughput] = []
+        var openSSLRuns: [Throughput] = []
+        // `--only ws|wss|wss-openssl` runs one series alone (for profiling it).
+        let only = arguments.firstIndex(of: "--only").map { arguments[min($0 + 1, arguments.count - 1)] }
+        if let only {
+            for _ in 0..<rounds {
+                let result = try throughput(count: count, certificates: only == "ws" ? nil : certificates, cipher: cipher,
+                                            reading: only == "wss-openssl" ? .openSSL : .direct)
+                report(only, result, floor: floor)
+            }
+            return
+        }
         for _ in 0..<rounds {
             plainRuns.append(try throughput(count: count, certificates: nil, cipher: cipher))
-            if let certificates { secureRuns.append(try throughput(count: count, certificates: certificates, cipher: cipher)) }
+            if let certificates {
+                secureRuns.append(try throughput(count: count, certificates: certificates, cipher: cipher))
+                openSSLRuns.append(try throughput(count: count, certificates: certificates, cipher: cipher, reading: .openSSL))
+            }
         }
         print("  ws  rounds (M msg per client CPU-second): "
               + plainRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
@@ -80,6 +97,12 @@ enum TransportBenchmark {
                          slowdown * 100, wallSlowdown * 100))
             let medianSlowdown = 1 - median(secureRuns.map(\.perCPUSecond)) / median(plainRuns.map(\.perCPUSecond))
             print(String(format: "  wss vs ws (median rounds): %.1f %% fewer msg per client CPU-second", medianSlowdown * 100))
+            print("  wss through OpenSSL's record layer, rounds (M msg per client CPU-second): "
+                  + openSSLRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
+            let openSSLBest = openSSLRuns.max { $0.perCPUSecond < $1.perCPUSecond }!
+            print(String(format: "  wss (OpenSSL record layer) vs ws: best rounds %.1f %%, median rounds %.1f %% fewer msg per client CPU-second",
+                         (1 - openSSLBest.perCPUSecond / plain.perCPUSecond) * 100,
+                         (1 - median(openSSLRuns.map(\.perCPUSecond)) / median(plainRuns.map(\.perCPUSecond))) * 100))
             if let recordLayer {
                 // The slowdown the record layer alone implies for the median ws round, all else equal.
                 let wsSeconds = Double(count) / median(plainRuns.map(\.perCPUSecond))
@@ -147,10 +170,12 @@ enum TransportBenchmark {
     }
 
     /// Decrypt speed of a client TLSEngine reading the blaster's kind of records (16 KiB, from 157 KB
-    /// writes) in 64 KiB borrowed reads, as the channel does; best of three passes over 10 MB.
-    static func tlsRecordFloor(certificates: BenchmarkCertificates, cipher: TLSCipherPreference) throws -> (engine: Double, aead: Double) {
+    /// writes) in 64 KiB reads, as the channel does; best of three passes over 10 MB.
+    static func tlsRecordFloor(certificates: BenchmarkCertificates, cipher: TLSCipherPreference,
+                               reading: TLSRecordReading) throws -> (engine: Double, aead: Double) {
         let client = try TLSEngine(client: TLSContext(client: TLSConfiguration(
-            trustsSystemRoots: false, additionalTrustRoots: [.file(certificates.ca)], cipherPreference: cipher)), host: "127.0.0.1")
+            trustsSystemRoots: false, additionalTrustRoots: [.file(certificates.ca)], cipherPreference: cipher,
+            recordReading: reading)), host: "127.0.0.1")
         let server = try TLSEngine(server: TLSContext(server: TLSServerConfiguration(
             certificateChain: .file(certificates.certificate), privateKey: .file(certificates.key))))
         var toServer: [UInt8] = []
@@ -176,10 +201,22 @@ enum TransportBenchmark {
             var decrypted = 0
             var failure: RealtimeError?
             let start = DispatchTime.now().uptimeNanoseconds
-            records.withUnsafeBytes { all in
+            records.withUnsafeMutableBytes { all in
                 for offset in stride(from: 0, to: all.count, by: WebSocketChannelSizes.tlsReadSize) {
                     let end = min(offset + WebSocketChannelSizes.tlsReadSize, all.count)
-                    client.withBorrowedCiphertext(UnsafeRawBufferPointer(rebasing: all[offset..<end])) {
+                    let bytes = UnsafeMutableRawBufferPointer(rebasing: all[offset..<end])
+                    if client.readsRecordsDirectly {
+                        do throws(RealtimeError) {
+                            _ = try client.readRecordsDirectly(bytes) { chunk in
+                                decrypted += chunk.count
+                                return true
+                            }
+                        } catch {
+                            failure = error
+                        }
+                        continue
+                    }
+                    client.withBorrowedCiphertext(UnsafeRawBufferPointer(bytes)) {
                         do throws(RealtimeError) {
                             while true {
                                 let (count, stop) = try client.readPlaintext(into: plaintext)
@@ -200,7 +237,8 @@ enum TransportBenchmark {
         return (Double(64 * writes.count) / best, TLSCipherSpeed.sealBytesPerSecond(cipher))
     }
 
-    static func throughput(count: Int, certificates: BenchmarkCertificates?, cipher: TLSCipherPreference) throws -> Throughput {
+    static func throughput(count: Int, certificates: BenchmarkCertificates?, cipher: TLSCipherPreference,
+                           reading: TLSRecordReading = .direct) throws -> Throughput {
         var arguments = ["transport", "blaster", "--count", String(count)]
         if let certificates { arguments += ["--tls", certificates.certificate, certificates.key] }
         let child = try ChildProcess(arguments: arguments, core: 1)
@@ -208,7 +246,8 @@ enum TransportBenchmark {
         let port = try child.readPort()
         let scheme = certificates == nil ? "ws" : "wss"
         let tls = TLSConfiguration(trustsSystemRoots: false,
-                                   additionalTrustRoots: certificates.map { [.file($0.ca)] } ?? [], cipherPreference: cipher)
+                                   additionalTrustRoots: certificates.map { [.file($0.ca)] } ?? [], cipherPreference: cipher,
+                                   recordReading: reading)
         let transport = WebSocketTransport(configuration: .init(tls: tls))
         let received = Locked(0)
         let finished = DispatchSemaphore(value: 0)

@@ -13,10 +13,11 @@ struct TLSTransportTests {
         certificates = try TLSTestCertificates.shared.get()
     }
 
-    func transport(trustingTestCA: Bool = true) -> WebSocketTransport {
+    func transport(trustingTestCA: Bool = true, recordReading: TLSRecordReading = .direct) -> WebSocketTransport {
         let roots: [TLSPEMSource] = trustingTestCA ? [.file(certificates.caCertificate)] : []
         return WebSocketTransport(configuration: .init(tls: TLSConfiguration(trustsSystemRoots: true,
-                                                                              additionalTrustRoots: roots)))
+                                                                              additionalTrustRoots: roots,
+                                                                              recordReading: recordReading)))
     }
 
     func closure(opening url: String, with transport: WebSocketTransport) async -> TransportClosure? {
@@ -73,19 +74,21 @@ struct TLSTransportTests {
         #expect(result?.error?.message.contains("expired") == true)
     }
 
-    @Test("a WebSocket echo over TLS with our own TLS server")
-    func echoOverTLS() async throws {
+    @Test("a WebSocket echo over TLS with our own TLS server, records read directly or by OpenSSL on each side",
+          arguments: [(TLSRecordReading.direct, TLSRecordReading.direct), (.openSSL, .openSSL), (.direct, .openSSL)])
+    func echoOverTLS(client clientReading: TLSRecordReading, server serverReading: TLSRecordReading) async throws {
         let configuration = WebSocketServer.Configuration(
             tls: TLSServerConfiguration(certificateChain: .file(certificates.leafCertificate),
-                                        privateKey: .file(certificates.leafKey)))
+                                        privateKey: .file(certificates.leafKey), recordReading: serverReading))
         let server = try makeEchoServer(configuration: configuration)
         defer { server.stop() }
         #expect(server.url.scheme == "wss")
         let events = EventQueue<TransportEvent>()
-        let connection = transport().openConnection(
+        let connection = transport(recordReading: clientReading).openConnection(
             ConnectionRequest(url: URL(string: "wss://localhost:\(server.port)/chat")!)) { events.push($0) }
         #expect(await events.next()?.isOpened == true)
-        let sent: [TransportFrame] = [.text("over tls"), .binary(Data(repeating: 7, count: 300_000)), .text("ü€𝄞")]
+        let many = (0..<2_000).map { TransportFrame.text("message \($0) " + String(repeating: "x", count: $0 % 300)) }
+        let sent: [TransportFrame] = [.text("over tls"), .binary(Data(repeating: 7, count: 300_000)), .text("ü€𝄞")] + many
         connection.send(sent)
         var received: [TransportFrame] = []
         while received.count < sent.count, let event = await events.next() { received += event.frames ?? [] }

@@ -25,6 +25,18 @@ public enum TLSCipherPreference: Sendable, Hashable {
     case chaCha20Poly1305
 }
 
+/// Who decrypts incoming records once a TLS 1.3 handshake is done.
+public enum TLSRecordReading: Sendable, Hashable {
+    /// This package's TLS 1.3 record reader: one AEAD pass (OpenSSL's EVP AES-GCM or ChaCha20-Poly1305)
+    /// from the bytes read off the socket into the WebSocket decoder's buffer, instead of OpenSSL's record
+    /// layer with its three copies. OpenSSL keeps the handshake, everything sent and any TLS 1.2 or CCM
+    /// connection; the peer's traffic secret reaches the reader through OpenSSL's key-log callback and
+    /// stays in memory only.
+    case direct
+    /// OpenSSL's record layer throughout.
+    case openSSL
+}
+
 /// How `wss://` connections verify the server.
 ///
 /// Verification is always on: the certificate chain must lead to a trusted root, be within its validity
@@ -40,16 +52,20 @@ public struct TLSConfiguration: Sendable, Hashable {
     public var applicationProtocols: [String]
     /// The TLS 1.3 cipher asked for first (the others stay on offer).
     public var cipherPreference: TLSCipherPreference
+    /// Who decrypts what the server sends after a TLS 1.3 handshake.
+    public var recordReading: TLSRecordReading
 
-    /// Defaults: system roots, no extra roots, TLS 1.2 or later, ALPN `http/1.1`, the faster cipher.
+    /// Defaults: system roots, no extra roots, TLS 1.2 or later, ALPN `http/1.1`, the faster cipher, the
+    /// direct record reader.
     public init(trustsSystemRoots: Bool = true, additionalTrustRoots: [TLSPEMSource] = [],
                 minimumVersion: TLSMinimumVersion = .tls12, applicationProtocols: [String] = ["http/1.1"],
-                cipherPreference: TLSCipherPreference = .fastestMeasured) {
+                cipherPreference: TLSCipherPreference = .fastestMeasured, recordReading: TLSRecordReading = .direct) {
         self.trustsSystemRoots = trustsSystemRoots
         self.additionalTrustRoots = additionalTrustRoots
         self.minimumVersion = minimumVersion
         self.applicationProtocols = applicationProtocols
         self.cipherPreference = cipherPreference
+        self.recordReading = recordReading
     }
 }
 
@@ -61,11 +77,15 @@ public struct TLSServerConfiguration: Sendable, Hashable {
     public var privateKey: TLSPEMSource
     /// The lowest TLS version accepted from clients.
     public var minimumVersion: TLSMinimumVersion
+    /// Who decrypts what clients send after a TLS 1.3 handshake.
+    public var recordReading: TLSRecordReading
 
     /// A server identity from PEM files or PEM text.
-    public init(certificateChain: TLSPEMSource, privateKey: TLSPEMSource, minimumVersion: TLSMinimumVersion = .tls12) {
+    public init(certificateChain: TLSPEMSource, privateKey: TLSPEMSource, minimumVersion: TLSMinimumVersion = .tls12,
+                recordReading: TLSRecordReading = .direct) {
         self.certificateChain = certificateChain
         self.privateKey = privateKey
         self.minimumVersion = minimumVersion
+        self.recordReading = recordReading
     }
 }

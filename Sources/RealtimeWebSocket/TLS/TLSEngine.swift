@@ -8,6 +8,7 @@ package final class TLSContext: Sendable {
     enum Role: Sendable { case client, server }
 
     let role: Role
+    let recordReading: TLSRecordReading
     private let context: Locked<OpaquePointer>
 
     /// A client context: peer verification on, roots from `configuration`, ALPN, TLS ≥ 1.2.
@@ -45,6 +46,7 @@ package final class TLSContext: Sendable {
             throw error
         }
         role = .client
+        recordReading = configuration.recordReading
         self.context = Locked(context)
     }
 
@@ -86,11 +88,22 @@ package final class TLSContext: Sendable {
             throw error
         }
         role = .server
+        recordReading = configuration.recordReading
         self.context = Locked(context)
     }
 
     deinit {
         context.withLock { SSL_CTX_free($0) }
+    }
+
+    /// Narrows the TLS 1.3 suites this context accepts to `suites` (tests and benchmarks pick one).
+    package func restrictSuites(tls13 suites: String) {
+        context.withLock { _ = SSL_CTX_set_ciphersuites($0, suites) }
+    }
+
+    /// Caps the protocol at TLS 1.2 (tests of the path TLS 1.3 does not take).
+    package func limitToTLS12() {
+        context.withLock { _ = realtime_SSL_CTX_set_max_proto_version($0, TLS1_2_VERSION) }
     }
 
     /// A new `SSL` for one connection.
@@ -108,6 +121,9 @@ package final class TLSContext: Sendable {
         // Read-ahead takes all buffered ciphertext (up to 64 KiB) in one BIO read instead of two per record.
         _ = realtime_SSL_CTX_set_read_ahead(context, 1)
         SSL_CTX_set_default_read_buffer_len(context, 64 * 1024)
+        // Hands the peer's TLS 1.3 traffic secret to connections that read records directly; the callback
+        // writes nothing anywhere and ignores connections that did not ask (see TLS13RecordReader).
+        realtime_SSL_CTX_capture_secrets(context)
     }
 
     private static func addTrustRoots(_ source: TLSPEMSource, to context: OpaquePointer) throws(RealtimeError) {
@@ -283,6 +299,15 @@ package final class TLSEngine {
     private let outgoing: OpaquePointer
     private let host: String?
     package private(set) var isHandshakeComplete = false
+    /// Where OpenSSL leaves the peer's traffic secret and the count of records read under it, until the
+    /// direct reader takes over; nil when the context reads through OpenSSL only.
+    private let readSecret: UnsafeMutablePointer<realtime_tls_read_secret>?
+    /// OpenSSL is given whole records only while a takeover is possible, so that none is ever half inside
+    /// its buffer: the start of an incomplete record waits here.
+    private var heldRecordBytes: [UInt8] = []
+    private var givesWholeRecords: Bool
+    /// The TLS 1.3 record reader, once it has taken over the read direction.
+    private var directReader: TLS13RecordReader?
 
     /// A client for `host` (SNI and name check; IP literals get an IP check and no SNI).
     package convenience init(client context: TLSContext, host: String) throws(RealtimeError) {
@@ -310,6 +335,19 @@ package final class TLSEngine {
         self.incoming = incoming
         self.outgoing = outgoing
         self.host = host
+        if context.recordReading == .direct {
+            let state = UnsafeMutablePointer<realtime_tls_read_secret>.allocate(capacity: 1)
+            let label = context.role == .client ? "SERVER_TRAFFIC_SECRET_0" : "CLIENT_TRAFFIC_SECRET_0"
+            if realtime_tls_capture_read_secret(ssl, state, label) == 1 {
+                readSecret = state
+            } else {
+                state.deallocate()
+                readSecret = nil
+            }
+        } else {
+            readSecret = nil
+        }
+        givesWholeRecords = readSecret != nil
         if context.role == .server {
             SSL_set_accept_state(ssl)
             return
@@ -328,19 +366,148 @@ package final class TLSEngine {
     }
 
     deinit {
+        stopCapturingSecret()
         SSL_free(ssl)
         BIO_free(incoming)
+        readSecret?.deallocate()
     }
 
-    /// Feeds bytes read from the socket.
+    private func stopCapturingSecret() {
+        guard let readSecret else { return }
+        realtime_tls_stop_capture(ssl, readSecret)
+    }
+
+    /// Feeds bytes read from the socket straight to OpenSSL. A connection fed only this way never hands
+    /// its reading to the direct reader; don't mix it with ``withBorrowedCiphertext(_:_:)`` once bytes
+    /// are held there.
     package func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         _ = BIO_write(incoming, base, Int32(bytes.count))
     }
 
-    /// Lets OpenSSL read `bytes` in place, without the copy into the input BIO, while `body` runs (which
-    /// should drain it); whatever is left afterwards is copied, since `bytes` is reused after this call.
+    /// Lets OpenSSL read `bytes` while `body` runs (which should drain it: handshake, then `readPlaintext`).
+    /// Until the direct reader takes over, OpenSSL gets whole records only and the start of an incomplete
+    /// one waits for the next call; afterwards the engine tries the takeover (see ``readsRecordsDirectly``).
     package func withBorrowedCiphertext<Result>(_ bytes: UnsafeRawBufferPointer, _ body: () -> Result) -> Result {
+        precondition(directReader == nil, "records are read directly now")
+        guard givesWholeRecords else { return lend(bytes, body) }
+        var position = 0
+        if !heldRecordBytes.isEmpty {
+            let headerTaken = min(max(0, 5 - heldRecordBytes.count), bytes.count)
+            heldRecordBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0..<headerTaken]))
+            position = headerTaken
+            guard let total = heldRecordBytes.withUnsafeBytes(Self.plausibleRecordSize) else {
+                // Not TLS records (or not yet 5 bytes): let OpenSSL see everything and judge.
+                if heldRecordBytes.count >= 5 { return giveUpWholeRecords(rest: bytes[position...], body) }
+                return body()
+            }
+            let bodyTaken = min(total - heldRecordBytes.count, bytes.count - position)
+            heldRecordBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[position..<position + bodyTaken]))
+            position += bodyTaken
+            guard heldRecordBytes.count == total else { return body() }
+            heldRecordBytes.withUnsafeBytes { receiveCiphertext($0) }
+            heldRecordBytes.removeAll(keepingCapacity: true)
+        }
+        var end = position
+        while bytes.count - end >= 5 {
+            guard let total = Self.plausibleRecordSize(UnsafeRawBufferPointer(rebasing: bytes[end..<end + 5])) else {
+                return giveUpWholeRecords(rest: bytes[position...], body)
+            }
+            guard bytes.count - end >= total else { break }
+            end += total
+        }
+        heldRecordBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[end...]))
+        let result = lend(UnsafeRawBufferPointer(rebasing: bytes[position..<end]), body)
+        startReadingDirectlyIfPossible()
+        return result
+    }
+
+    /// The size of the record whose header starts `header`, or nil unless it looks like TLS.
+    private static func plausibleRecordSize(_ header: UnsafeRawBufferPointer) -> Int? {
+        guard header.count >= 5, (20...23).contains(header[0]), header[1] == 3 else { return nil }
+        let length = Int(header[3]) << 8 | Int(header[4])
+        return length <= 16_384 + 2_048 ? length + 5 : nil
+    }
+
+    /// Ends the whole-record feeding: OpenSSL gets what was held and `rest`, and reads alone from now on.
+    private func giveUpWholeRecords<Result>(rest: Slice<UnsafeRawBufferPointer>, _ body: () -> Result) -> Result {
+        stopGivingWholeRecords()
+        return lend(UnsafeRawBufferPointer(rebasing: rest), body)
+    }
+
+    private func stopGivingWholeRecords() {
+        givesWholeRecords = false
+        stopCapturingSecret()
+        heldRecordBytes.withUnsafeBytes { receiveCiphertext($0) }
+        heldRecordBytes = []
+    }
+
+    /// Hands the read direction to a ``TLS13RecordReader`` once the handshake is done, when the connection
+    /// is TLS 1.3 with a suite it knows, the secret was captured and OpenSSL holds no unread record.
+    private func startReadingDirectlyIfPossible() {
+        guard givesWholeRecords, isHandshakeComplete, let readSecret else { return }
+        guard SSL_version(ssl) == TLS1_3_VERSION,
+              let suite = TLS13Suite(id: UInt16(truncatingIfNeeded: SSL_CIPHER_get_id(SSL_get_current_cipher(ssl)))),
+              Int(readSecret.pointee.secret_length) == suite.hashLength, readSecret.pointee.stale == 0 else {
+            stopGivingWholeRecords()
+            return
+        }
+        // Records still inside OpenSSL (a body that stopped early): try again after the next read.
+        guard realtime_BIO_ctrl_pending(incoming) == 0, SSL_has_pending(ssl) == 0 else { return }
+        let secret = withUnsafeBytes(of: &readSecret.pointee.secret) { Array($0.prefix(suite.hashLength)) }
+        do throws(RealtimeError) {
+            let reader = try TLS13RecordReader(suite: suite, secret: secret,
+                                               sequenceNumber: readSecret.pointee.records_under_secret)
+            var held: [UInt8] = []
+            swap(&held, &heldRecordBytes)
+            reader.carry(held)
+            directReader = reader
+            givesWholeRecords = false
+            stopCapturingSecret()
+        } catch {
+            stopGivingWholeRecords()
+        }
+    }
+
+    /// True once a ``TLS13RecordReader`` reads what the peer sends: call ``readRecordsDirectly`` instead of
+    /// ``withBorrowedCiphertext(_:_:)`` and ``readPlaintext(into:)``.
+    package var readsRecordsDirectly: Bool { directReader != nil }
+
+    /// Decrypts `bytes` in place with the direct reader, handing each record's plaintext to `deliver`
+    /// (which returns false to stop). A KeyUpdate that asks for ours queues it (drain the ciphertext
+    /// afterwards).
+    package func readRecordsDirectly(_ bytes: UnsafeMutableRawBufferPointer,
+                                     deliver: (UnsafeRawBufferPointer) -> Bool) throws(RealtimeError) -> ReadStop {
+        guard let directReader else { preconditionFailure("the direct reader has not taken over") }
+        let outcome = try directReader.read(bytes, deliver: deliver)
+        if directReader.peerRequestedKeyUpdate {
+            directReader.peerRequestedKeyUpdate = false
+            try updateSendingKeys(requestingPeerUpdate: false)
+        }
+        return outcome == .closedByPeer ? .closedByPeer : .needMoreCiphertext
+    }
+
+    /// The direct reader's sequence number and key-update count (for tests).
+    package var directReadState: (sequenceNumber: UInt64, keyUpdates: Int)? {
+        directReader.map { ($0.sequenceNumber, $0.keyUpdates) }
+    }
+
+    /// Moves the sending direction to its next TLS 1.3 traffic secret and queues the KeyUpdate message
+    /// (RFC 8446 §4.6.3); `requestingPeerUpdate` asks the peer to update its own.
+    package func updateSendingKeys(requestingPeerUpdate: Bool) throws(RealtimeError) {
+        guard isHandshakeComplete, SSL_version(ssl) == TLS1_3_VERSION else {
+            throw RealtimeError(.unsupported, "key updates need a completed TLS 1.3 handshake")
+        }
+        ERR_clear_error()
+        let kind = requestingPeerUpdate ? SSL_KEY_UPDATE_REQUESTED : SSL_KEY_UPDATE_NOT_REQUESTED
+        guard SSL_key_update(ssl, kind) == 1, SSL_do_handshake(ssl) == 1 else {
+            throw TLSErrors.openSSL("sending a TLS KeyUpdate")
+        }
+    }
+
+    /// OpenSSL reads `bytes` in place, without the copy into the input BIO, while `body` runs; whatever
+    /// is left afterwards is copied, since `bytes` is reused after this call.
+    private func lend<Result>(_ bytes: UnsafeRawBufferPointer, _ body: () -> Result) -> Result {
         guard let base = bytes.baseAddress, !bytes.isEmpty, realtime_BIO_ctrl_pending(incoming) == 0,
               let borrowed = BIO_new_mem_buf(base, Int32(clamping: bytes.count)) else {
             receiveCiphertext(bytes)
@@ -452,6 +619,8 @@ package final class TLSEngine {
     /// they are allocated again on the next read or write.
     package func releaseBuffers() {
         _ = SSL_free_buffers(ssl)
+        directReader?.releaseBuffers()
+        if heldRecordBytes.isEmpty { heldRecordBytes = [] }
     }
 
     /// Queues close_notify (best effort).

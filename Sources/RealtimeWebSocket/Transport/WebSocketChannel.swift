@@ -232,9 +232,10 @@ final class WebSocketChannel: LoopHandler {
     // MARK: Reading
 
     private func readSocket(in context: LoopContext) {
-        // TLS reads are smaller so ciphertext, OpenSSL's record buffer and plaintext stay in cache.
-        let readSpace = tls == nil ? context.readBuffer
-            : UnsafeMutableRawBufferPointer(rebasing: context.readBuffer[0..<Self.tlsReadSize])
+        // Reads for OpenSSL's record layer are smaller so ciphertext, its record buffer and plaintext stay
+        // in cache; the direct reader decrypts in place, so its reads are as large as unencrypted ones.
+        let readSpace = tls.map { !$0.readsRecordsDirectly } ?? false
+            ? UnsafeMutableRawBufferPointer(rebasing: context.readBuffer[0..<Self.tlsReadSize]) : context.readBuffer
         let count = SocketIO.receive(fd, into: readSpace)
         if count == -Int(EAGAIN) { return }
         if count < 0 {
@@ -252,7 +253,11 @@ final class WebSocketChannel: LoopHandler {
             finishRead(frames: frames, in: context)
             return
         }
-        tls.withBorrowedCiphertext(bytes) { readTLSRecords(tls, in: context) }
+        if tls.readsRecordsDirectly {
+            readTLSRecordsDirectly(tls, UnsafeMutableRawBufferPointer(rebasing: context.readBuffer[0..<count]), in: context)
+        } else {
+            tls.withBorrowedCiphertext(bytes) { readTLSRecords(tls, in: context) }
+        }
         // The socket is drained: likely idle for a while, so hand OpenSSL's buffers back. (Freeing them
         // per record instead, with SSL_MODE_RELEASE_BUFFERS, costs a malloc and a free per 16 KiB.)
         if count < readSpace.count, isActive, self.tls != nil { tls.releaseBuffers() }
@@ -293,6 +298,24 @@ final class WebSocketChannel: LoopHandler {
             if isActive { tls.drainCiphertext(into: &outbound) }
             finishRead(frames: frames, in: context)
         } catch {
+            fail(error, in: context)
+        }
+    }
+
+    /// Decodes every record the last read completed with the engine's own TLS 1.3 record reader.
+    private func readTLSRecordsDirectly(_ tls: TLSEngine, _ bytes: UnsafeMutableRawBufferPointer, in context: LoopContext) {
+        var frames: [TransportFrame] = []
+        do throws(RealtimeError) {
+            let stop = try tls.readRecordsDirectly(bytes) { plaintext in
+                receivePlaintext(plaintext, frames: &frames, in: context)
+                return isActive
+            }
+            if isActive { tls.drainCiphertext(into: &outbound) }  // a KeyUpdate the peer asked for
+            finishRead(frames: frames, in: context)
+            if stop == .closedByPeer, isActive { endOfStream(in: context) }
+        } catch {
+            // Records before the bad one were authenticated: their messages still reach the app.
+            if !frames.isEmpty, isActive { deliver(.received(frames)) }
             fail(error, in: context)
         }
     }
