@@ -31,11 +31,14 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
+        // AES-GCM opening with VAES/VPCLMULQDQ for the TLS 1.3 direct reader (x86-64; a stub elsewhere).
+        .target(name: "CRealtimeAEAD"),
         .target(
             name: "RealtimeWebSocket",
             dependencies: [
                 "RealtimeCore",
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux, .android])),
+                .target(name: "CRealtimeAEAD", condition: .when(platforms: [.linux, .android])),
             ],
             swiftSettings: strictSettings
         ),
@@ -63,7 +66,9 @@ let package = Package(
         ),
         .executableTarget(name: "realtime", dependencies: ["Realtime", "RealtimeTesting"],
                           swiftSettings: strictSettings),
-        .executableTarget(name: "realtime-bench", dependencies: ["Realtime", "RealtimeTesting"],
+        .executableTarget(name: "realtime-bench",
+                          dependencies: ["Realtime", "RealtimeTesting",
+                                         .target(name: "CRealtimeAEAD", condition: .when(platforms: [.linux, .android]))],
                           swiftSettings: strictSettings),
         .executableTarget(name: "AutobahnTestee", dependencies: ["RealtimeWebSocket"],
                           swiftSettings: strictSettings),
@@ -71,7 +76,9 @@ let package = Package(
         // Tests
         .testTarget(name: "RealtimeCoreTests", dependencies: ["RealtimeCore", "RealtimeTesting"],
                     swiftSettings: strictSettings),
-        .testTarget(name: "RealtimeWebSocketTests", dependencies: ["RealtimeWebSocket", "RealtimeTesting"],
+        .testTarget(name: "RealtimeWebSocketTests",
+                    dependencies: ["RealtimeWebSocket", "RealtimeTesting",
+                                   .target(name: "CRealtimeAEAD", condition: .when(platforms: [.linux, .android]))],
                     swiftSettings: strictSettings),
         .testTarget(name: "RealtimeSocketIOTests", dependencies: ["RealtimeSocketIO", "RealtimeTesting"],
                     swiftSettings: strictSettings),
