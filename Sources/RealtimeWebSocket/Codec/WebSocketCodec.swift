@@ -38,6 +38,49 @@ public struct WebSocketCodec: Sendable {
     /// `true` once this side has written a close frame (its own, a reply, or after a protocol error).
     public private(set) var hasSentClose = false
 
+    /// Where the last message of the latest `receive` call ended: the bytes of that call's input used
+    /// up to it, and how many events and output bytes there were right after it. Nil when that call
+    /// delivered no message.
+    public private(set) var lastMessageBoundary: MessageBoundary?
+
+    /// A point right after a delivered message, for ``rewindToLastMessage(closeState:)``.
+    public struct MessageBoundary: Sendable, Hashable {
+        public var inputUsed: Int
+        public var eventCount: Int
+        public var outputCount: Int
+    }
+
+    /// The close handshake's state, taken before a `receive` call to rewind to later.
+    public struct CloseState: Sendable, Hashable {
+        fileprivate var hasReceivedClose: Bool
+        fileprivate var hasFailed: Bool
+        fileprivate var hasSentClose: Bool
+    }
+
+    /// The close handshake's state now.
+    public var closeState: CloseState {
+        CloseState(hasReceivedClose: hasReceivedClose, hasFailed: hasFailed, hasSentClose: hasSentClose)
+    }
+
+    /// Puts the codec back where it was right after ``lastMessageBoundary``, with the close handshake as
+    /// `closeState` (taken before that `receive` call): for callers that act on a batch of messages
+    /// before an ending that followed them in the same input is decoded (pass the input from the
+    /// boundary on again, and drop the events and output past it). Between messages the codec holds
+    /// no partial frame or message, so this needs no copy of it.
+    public mutating func rewindToLastMessage(closeState: CloseState) {
+        precondition(lastMessageBoundary != nil, "the latest receive delivered no message")
+        pending.removeAll(keepingCapacity: true)
+        frame = nil
+        messageOpcode = nil
+        messageBytes.removeAll(keepingCapacity: true)
+        messageData = Data()
+        messageFragments = 0
+        utf8.reset()
+        hasReceivedClose = closeState.hasReceivedClose
+        hasFailed = closeState.hasFailed
+        hasSentClose = closeState.hasSentClose
+    }
+
     /// `true` when the close handshake finished in both directions or the peer broke the protocol.
     public var isClosed: Bool { hasFailed || (hasReceivedClose && hasSentClose) }
 
@@ -73,6 +116,7 @@ public struct WebSocketCodec: Sendable {
     /// that has to send its echo before the close frame a later protocol error would write.
     public mutating func receive(_ bytes: UnsafeRawBufferPointer, maximumMessages: Int,
                                  events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
+        lastMessageBoundary = nil
         guard let base = bytes.baseAddress, !isInputFinished else { return bytes.count }
         let count = bytes.count
         var offset = 0
@@ -81,7 +125,10 @@ public struct WebSocketCodec: Sendable {
             var deliveredMessage = false
             offset = completePending(from: bytes, deliveredMessage: &deliveredMessage, events: &events, output: &output)
             guard pending.isEmpty else { return count }
-            if deliveredMessage { messagesLeft -= 1 }
+            if deliveredMessage {
+                messagesLeft -= 1
+                noteMessage(offset, events, output)
+            }
         }
         while offset < count, !isInputFinished, messagesLeft > 0 {
             if var progress = frame {
@@ -94,6 +141,7 @@ public struct WebSocketCodec: Sendable {
                     if progress.isFinal {
                         deliverMessage(events: &events, output: &output)
                         messagesLeft -= 1
+                        noteMessage(offset, events, output)
                     }
                 } else {
                     frame = progress
@@ -147,11 +195,20 @@ public struct WebSocketCodec: Sendable {
                     events.append(.message(.binary(Data(payload))))
                 }
                 messagesLeft -= 1
+                noteMessage(offset, events, output)
                 continue
             }
-            if beginDataFrame(head, events: &events, output: &output) { messagesLeft -= 1 }
+            if beginDataFrame(head, events: &events, output: &output) {
+                messagesLeft -= 1
+                noteMessage(offset, events, output)
+            }
         }
         return isInputFinished ? count : offset
+    }
+
+    private mutating func noteMessage(_ offset: Int, _ events: [WebSocketEvent], _ output: [UInt8]) {
+        guard case .message = events.last else { return }
+        lastMessageBoundary = MessageBoundary(inputUsed: offset, eventCount: events.count, outputCount: output.count)
     }
 
     private var isInputFinished: Bool { hasFailed || hasReceivedClose }

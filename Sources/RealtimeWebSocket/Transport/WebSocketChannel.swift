@@ -56,6 +56,8 @@ final class WebSocketChannel: LoopHandler {
 
     /// Bytes per TLS socket read and per plaintext chunk handed to the codec.
     static let tlsReadSize = WebSocketChannelSizes.tlsReadSize
+    /// Bytes of an unencrypted read handed to the codec at a time.
+    static let decodeSliceSize = 16 * 1024
 
     let token: UInt64
     private let outbox: ConnectionOutbox
@@ -249,7 +251,14 @@ final class WebSocketChannel: LoopHandler {
         let bytes = UnsafeRawBufferPointer(rebasing: context.readBuffer[0..<count])
         guard let tls else {
             var frames: [TransportFrame] = []
-            receivePlaintext(bytes, frames: &frames, in: context)
+            // Decoded a slice at a time, so the codec's events for each slice stay in cache (as they do
+            // for TLS, which hands over one 16 KiB record at a time): measured about 8 % faster.
+            var start = 0
+            while start < count, isActive {
+                let end = min(count, start + Self.decodeSliceSize)
+                receivePlaintext(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), frames: &frames, in: context)
+                start = end
+            }
             finishRead(frames: frames, in: context)
             return
         }
@@ -406,19 +415,18 @@ final class WebSocketChannel: LoopHandler {
         var events = context.codecEvents
         events.removeAll(keepingCapacity: true)
         var output: [UInt8] = []
-        let before = codec  // cheap: the codec's buffers are copy-on-write
+        // Scalars only: a copy of the whole codec would share its buffers and make the decode below
+        // copy them (measured: about 10 % of a ws receive of small messages).
+        let closeState = codec.closeState
         codec.receive(bytes, events: &events, output: &output)
-        if mayDefer, let ending = events.lastIndex(where: \.endsConnection) {
-            let messages = events[..<ending].count { if case .message = $0 { true } else { false } }
-            if messages > 0 {
-                // Replay up to the last message before the ending, so that replies the app sends to those
-                // messages go out before our close frame (Autobahn 3.x, 4.x, 5.15: echo, then fail).
-                codec = before
-                events.removeAll(keepingCapacity: true)
-                output.removeAll()
-                let used = codec.receive(bytes, maximumMessages: messages, events: &events, output: &output)
-                bytesAfterBatch = Array(UnsafeRawBufferPointer(rebasing: bytes[used...]))
-            }
+        if mayDefer, events.contains(where: \.endsConnection), let boundary = codec.lastMessageBoundary {
+            // Stop at the last message before the ending, so that replies the app sends to those
+            // messages go out before our close frame (Autobahn 3.x, 4.x, 5.15: echo, then fail); the
+            // rest is decoded again after the batch.
+            codec.rewindToLastMessage(closeState: closeState)
+            events.removeSubrange(boundary.eventCount...)
+            output.removeSubrange(boundary.outputCount...)
+            bytesAfterBatch = Array(UnsafeRawBufferPointer(rebasing: bytes[boundary.inputUsed...]))
         }
         if !output.isEmpty { appendPlaintext(output) }
         for event in events {
