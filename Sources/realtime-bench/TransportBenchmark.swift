@@ -11,8 +11,9 @@ import Glibc
 /// `realtime-bench transport`: loopback throughput over ws:// and wss:// against a blaster child process,
 /// beside a parse-only floor measured in the same run, then 10,000 idle connections.
 ///
-/// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 5), `--idle N` (connections, default 10,000),
-/// `--skip-idle`, `--skip-tls`, `--cipher aes|chacha` (default: the faster one, measured). Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
+/// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 15), `--idle N` (connections, default 10,000),
+/// `--skip-idle`, `--skip-tls`, `--cipher aes|chacha` (default: the faster one, measured), `--only ws|wss|wss-openssl`
+/// (one series alone, for profiling). Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
 enum TransportBenchmark {
     static let payloadSize = 150
 
@@ -67,7 +68,7 @@ enum TransportBenchmark {
                               : " (no VAES here: the direct reader uses EVP)"))
         }
         // Alternating rounds, best of each: this machine is shared and noisy (±20 %).
-        let rounds = option("--rounds", in: arguments) ?? 5
+        let rounds = option("--rounds", in: arguments) ?? 15
         var plainRuns: [Throughput] = []
         var secureRuns: [Throughput] = []
         var openSSLRuns: [Throughput] = []
