@@ -5,11 +5,13 @@
 @_exported import RealtimeWebSocket
 
 extension RealtimeSession {
-    /// A session over the package's own WebSocket client (a private one-thread event loop).
+    /// A session over the package's own WebSocket client: ``WebSocketTransport`` (a private one-thread
+    /// event loop) on Linux, `NetworkWebSocketTransport` on Apple platforms (see
+    /// ``WebSocketTransport/platformDefault(configuration:)``).
     ///
     /// To hold many sessions on a few threads, make one `WebSocketTransport` with a shared
     /// `EventLoopGroup` and pass it to ``RealtimeSession/init(dialect:transport:options:)``.
     public convenience init(dialect: some RealtimeDialect, options: SessionOptions = .init()) {
-        self.init(dialect: dialect, transport: WebSocketTransport(), options: options)
+        self.init(dialect: dialect, transport: WebSocketTransport.platformDefault(), options: options)
     }
 }

@@ -139,6 +139,18 @@ struct EventLoopTests {
         }
         #expect(weakGroup == nil)
     }
+
+    @Test("on Linux the platform defaults are epoll loops and the OpenSSL-backed transport, with its settings")
+    func platformDefaults() throws {
+        #expect(ReadinessAPI.platformDefault == .epoll)
+        let group = try EventLoopGroup(threadCount: 1)
+        defer { group.shutdown() }
+        #expect(group.loops.first?.readiness == .epoll)
+        let limits = WebSocketLimits(maximumMessageSize: 4096)
+        let transport = WebSocketTransport.platformDefault(configuration: .init(limits: limits))
+        let concrete = try #require(transport as? WebSocketTransport)
+        #expect(concrete.configuration.limits.maximumMessageSize == 4096)
+    }
 }
 
 /// The system name of the calling thread, from /proc.

@@ -19,8 +19,9 @@ protocol LoopHandler: AnyObject {
     func loopStopping(in context: LoopContext)
 }
 
-/// One thread multiplexing many sockets with epoll (Linux) or poll, woken by an eventfd for work posted
-/// from other threads. All socket state lives in its ``LoopContext``, touched by the loop thread only.
+/// One thread multiplexing many sockets with epoll (Linux) or poll, woken by an eventfd (or a pipe) for
+/// work posted from other threads. All socket state lives in its ``LoopContext``, touched by the loop
+/// thread only.
 final class EventLoop: Sendable {
     private struct Inbox {
         var tasks: [@Sendable (LoopContext) -> Void] = []
@@ -29,13 +30,15 @@ final class EventLoop: Sendable {
     }
 
     let index: Int
+    let readiness: ReadinessAPI
     private let waker: Waker
     private let inbox = Locked(Inbox())
     private let tokens = Locked(UInt64(1))
 
-    init(index: Int) throws(RealtimeError) {
+    init(index: Int, readiness: ReadinessAPI = .platformDefault) throws(RealtimeError) {
         self.index = index
-        waker = try Waker()
+        self.readiness = readiness
+        waker = try Waker(usePipe: readiness == .poll)
     }
 
     /// Starts the loop thread with a small stack.
@@ -149,7 +152,7 @@ final class LoopContext {
     static let readBufferSize = 256 * 1024
 
     unowned let loop: EventLoop
-    let selector: Selector
+    let selector: any Selector
     fileprivate(set) var handlers: [UInt64: any LoopHandler] = [:]
     var timers = TimerHeap()
     var stopRequested = false
@@ -161,7 +164,7 @@ final class LoopContext {
 
     fileprivate init(loop: EventLoop, wakeFD: Int32) throws(RealtimeError) {
         self.loop = loop
-        selector = try Selector()
+        selector = try makeSelector(loop.readiness)
         try selector.add(fd: wakeFD, id: Self.wakeID, interest: SelectorInterest(read: true, write: false))
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         plaintextBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)

@@ -23,12 +23,17 @@ public final class EventLoopGroup: Sendable {
     public var threadCount: Int { loops.count }
 
     /// Starts `threadCount` loop threads (1...64).
-    public init(threadCount: Int = 1) throws(RealtimeError) {
+    public convenience init(threadCount: Int = 1) throws(RealtimeError) {
+        try self.init(threadCount: threadCount, readiness: .platformDefault)
+    }
+
+    /// `readiness` picks the readiness API (tests run the Apple platforms' `poll` path on Linux too).
+    init(threadCount: Int, readiness: ReadinessAPI) throws(RealtimeError) {
         guard (1...64).contains(threadCount) else {
             throw RealtimeError(.invalidArgument, "an event-loop group needs 1 to 64 threads, not \(threadCount)")
         }
         var loops: [EventLoop] = []
-        for index in 0..<threadCount { loops.append(try EventLoop(index: index)) }
+        for index in 0..<threadCount { loops.append(try EventLoop(index: index, readiness: readiness)) }
         self.loops = loops
         for loop in loops { loop.start(stackSize: Self.threadStackSize) }
     }

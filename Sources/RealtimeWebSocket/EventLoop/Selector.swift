@@ -25,9 +25,42 @@ struct SelectorEvent {
     var hangup: Bool
 }
 
+/// The readiness API a loop waits with.
+enum ReadinessAPI: Sendable, Equatable {
+    /// epoll (Linux and Android only): cost independent of the number of idle sockets.
+    case epoll
+    /// `poll(2)`: what Apple platforms use; selectable on Linux so that tests cover that path too.
+    case poll
+
+    static var platformDefault: ReadinessAPI {
+        #if os(Linux) || os(Android)
+        return .epoll
+        #else
+        return .poll
+        #endif
+    }
+}
+
+/// Waits for socket readiness. Confined to its loop thread.
+protocol Selector: AnyObject {
+    func add(fd: Int32, id: UInt64, interest: SelectorInterest) throws(RealtimeError)
+    func modify(fd: Int32, id: UInt64, interest: SelectorInterest)
+    func remove(fd: Int32)
+    /// Waits up to `timeoutMilliseconds` (-1: forever) and appends what is ready to `events`.
+    func wait(timeoutMilliseconds: Int32, into events: inout [SelectorEvent])
+}
+
+/// A selector using `api`, or `poll` where epoll does not exist.
+func makeSelector(_ api: ReadinessAPI) throws(RealtimeError) -> any Selector {
+    #if os(Linux) || os(Android)
+    if api == .epoll { return try EpollSelector() }
+    #endif
+    return PollSelector()
+}
+
 #if os(Linux) || os(Android)
-/// epoll, level-triggered. Confined to its loop thread.
-final class Selector {
+/// epoll, level-triggered.
+final class EpollSelector: Selector {
     private let epollFD: Int32
     private var buffer: [epoll_event]
 
@@ -67,7 +100,6 @@ final class Selector {
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1: forever) and appends what is ready to `events`.
     func wait(timeoutMilliseconds: Int32, into events: inout [SelectorEvent]) {
         let count = buffer.withUnsafeMutableBufferPointer { pointer in
             epoll_wait(epollFD, pointer.baseAddress, Int32(pointer.count), timeoutMilliseconds)
@@ -83,13 +115,14 @@ final class Selector {
         }
     }
 }
-#else
-/// `poll(2)`: portable and fine for the modest connection counts of Apple clients. Confined to its loop thread.
-final class Selector {
+#endif
+
+/// `poll(2)`: portable and fine for the modest connection counts of Apple clients; its cost grows with
+/// the number of registrations, so Linux uses epoll unless told otherwise.
+final class PollSelector: Selector {
     private var registrations: [Int32: (id: UInt64, interest: SelectorInterest)] = [:]
     private var pollFDs: [pollfd] = []
-
-    init(capacity: Int = 256) throws(RealtimeError) {}
+    private var ids: [UInt64] = []
 
     func add(fd: Int32, id: UInt64, interest: SelectorInterest) throws(RealtimeError) {
         registrations[fd] = (id, interest)
@@ -105,7 +138,7 @@ final class Selector {
 
     func wait(timeoutMilliseconds: Int32, into events: inout [SelectorEvent]) {
         pollFDs.removeAll(keepingCapacity: true)
-        var ids: [UInt64] = []
+        ids.removeAll(keepingCapacity: true)
         for (fd, registration) in registrations {
             var bits: Int16 = 0
             if registration.interest.read { bits |= Int16(POLLIN) }
@@ -119,28 +152,31 @@ final class Selector {
         guard count > 0 else { return }
         for (index, entry) in pollFDs.enumerated() where entry.revents != 0 {
             let raw = Int32(entry.revents)
+            let broken = Int32(POLLHUP) | Int32(POLLERR) | Int32(POLLNVAL)
             events.append(SelectorEvent(
                 id: ids[index],
-                readable: raw & (Int32(POLLIN) | Int32(POLLHUP) | Int32(POLLERR)) != 0,
-                writable: raw & (Int32(POLLOUT) | Int32(POLLERR)) != 0,
-                hangup: raw & (Int32(POLLHUP) | Int32(POLLERR)) != 0))
+                readable: raw & (Int32(POLLIN) | broken) != 0,
+                writable: raw & (Int32(POLLOUT) | Int32(POLLERR) | Int32(POLLNVAL)) != 0,
+                hangup: raw & broken != 0))
         }
     }
 }
-#endif
 
-/// Wakes a loop thread from another thread: an eventfd on Linux, a pipe elsewhere.
+/// Wakes a loop thread from another thread: an eventfd on Linux, a pipe elsewhere (or when asked for).
 struct Waker: Sendable {
     let readFD: Int32
     let writeFD: Int32
 
-    init() throws(RealtimeError) {
+    init(usePipe: Bool = false) throws(RealtimeError) {
         #if os(Linux) || os(Android)
-        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard fd >= 0 else { throw SocketError.posix("eventfd", errno) }
-        readFD = fd
-        writeFD = fd
-        #else
+        if !usePipe {
+            let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+            guard fd >= 0 else { throw SocketError.posix("eventfd", errno) }
+            readFD = fd
+            writeFD = fd
+            return
+        }
+        #endif
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw SocketError.posix("pipe", errno) }
         for fd in fds {
@@ -149,7 +185,6 @@ struct Waker: Sendable {
         }
         readFD = fds[0]
         writeFD = fds[1]
-        #endif
     }
 
     func wake() {
@@ -160,9 +195,7 @@ struct Waker: Sendable {
     func drain() {
         var sink = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         while withUnsafeMutableBytes(of: &sink, { read(readFD, $0.baseAddress, $0.count) }) > 0 {
-            #if os(Linux) || os(Android)
-            break  // one read empties an eventfd
-            #endif
+            if readFD == writeFD { break }  // one read empties an eventfd
         }
     }
 
