@@ -37,6 +37,8 @@ final class NetworkWebSocketConnection: TransportConnection {
         var readingPaused = false
         var pending: [TransportFrame] = []
         var localClose: (code: Int, reason: String)?
+        /// Bytes handed to `send` whose completion has not come back yet.
+        var unsentBytes = 0
     }
 
     private let configuration: WebSocketTransport.Configuration
@@ -132,6 +134,7 @@ final class NetworkWebSocketConnection: TransportConnection {
         var output: [UInt8] = []
         var ending: TransportClosure.Kind?
         state.withLock { state in
+            guard !state.isFinished else { return }  // nothing is delivered after `.closed`
             var bytes = [UInt8](data)
             if var handshake = state.handshake {
                 do {
@@ -186,10 +189,26 @@ final class NetworkWebSocketConnection: TransportConnection {
         }
     }
 
+    /// Hands `bytes` to Network.framework, failing the connection with `.limitExceeded` when more than
+    /// `maximumBufferedBytes` would be waiting to be sent.
     private func write(_ bytes: [UInt8]) {
-        guard !bytes.isEmpty, let connection = state.withLock({ $0.connection }) else { return }
-        connection.send(content: Data(bytes), completion: .contentProcessed { [weak self] error in
-            if let error { self?.queue.async { self?.finish(.failed(Self.realtimeError(error))) } }
+        guard !bytes.isEmpty else { return }
+        let limit = configuration.maximumBufferedBytes
+        let (connection, overLimit) = state.withLock { state -> (NWConnection?, Bool) in
+            guard let connection = state.connection else { return (nil, false) }
+            guard state.unsentBytes + bytes.count <= limit else { return (nil, true) }
+            state.unsentBytes += bytes.count
+            return (connection, false)
+        }
+        if overLimit {
+            finish(.failed(RealtimeError(.limitExceeded, "more than \(limit) bytes were queued for sending")))
+            return
+        }
+        let count = bytes.count
+        connection?.send(content: Data(bytes), completion: .contentProcessed { [weak self] error in
+            guard let self else { return }
+            self.state.withLock { $0.unsentBytes -= count }
+            if let error { self.queue.async { self.finish(.failed(Self.realtimeError(error))) } }
         })
     }
 
@@ -211,12 +230,26 @@ final class NetworkWebSocketConnection: TransportConnection {
         case .dns(let code):
             return RealtimeError(.transportFailed, "could not resolve the host", context: .init(detail: "dns: \(code)"))
         case .tls(let status):
-            return RealtimeError(.tlsFailed, "TLS handshake failed", context: .init(detail: "OSStatus \(status)"))
+            return RealtimeError(.tlsFailed, "TLS handshake failed: \(tlsFailureReason(status))",
+                                 context: .init(detail: "OSStatus \(status)"))
         case .posix(let code):
             let name = code == .ECONNREFUSED ? "ECONNREFUSED" : "\(code)"
             return RealtimeError(.transportFailed, "connection failed: \(code)", context: .init(detail: "connect: \(name)"))
         default:
             return RealtimeError(.transportFailed, "connection failed: \(error)")
+        }
+    }
+
+    /// Words for the Secure Transport codes a certificate check ends with (SecureTransport.h).
+    private static func tlsFailureReason(_ status: OSStatus) -> String {
+        switch status {
+        case -9807: return "the certificate chain is not trusted"
+        case -9808: return "the server's certificate is invalid"
+        case -9812, -9813: return "the certificate was issued by an unknown certificate authority"
+        case -9814: return "the certificate has expired"
+        case -9815: return "the certificate is not yet valid"
+        case -9843: return "the certificate does not match the host name"
+        default: return "see the OSStatus"
         }
     }
 
