@@ -8,6 +8,10 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
     case connected
     /// Waiting `delay` before attempt number `attempt` (1-based) after the connection ended.
     case reconnecting(attempt: Int, delay: Duration)
+    /// The app reported that the device has no network path
+    /// (``RealtimeSession/networkPathChanged(isAvailable:)``): no attempts are made, sends stay buffered,
+    /// and the session connects as soon as the path is reported back.
+    case waitingForNetwork
     /// The app called `disconnect()`. Nothing reconnects until it calls `connect()` again.
     case disconnected
     /// The session gave up: a terminal close, or the reconnect policy was exhausted.
@@ -20,6 +24,7 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
         case .connected: "connected"
         case .reconnecting(let attempt, let delay):
             "reconnecting(attempt: \(attempt), in \((delay.seconds * 1000).rounded() / 1000) s)"
+        case .waitingForNetwork: "waitingForNetwork"
         case .disconnected: "disconnected"
         case .failed(let error): "failed(\(error))"
         }

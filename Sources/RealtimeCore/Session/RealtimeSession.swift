@@ -59,6 +59,32 @@ public final class RealtimeSession: Sendable {
         engine.submit(.disconnect)
     }
 
+    /// Tells the session whether the device has a usable network path (feed it from `NWPathMonitor` or
+    /// the platform's equivalent; the session never guesses).
+    ///
+    /// - `false`: the connection is dropped at once (its socket cannot outlive the path) and the session
+    ///   waits in ``ConnectionState/waitingForNetwork`` without spending reconnect attempts; sends stay
+    ///   buffered within their timeouts.
+    /// - `true`: a waiting or reconnecting session connects now with a fresh backoff; a connected session
+    ///   checks its link at once (a change of interface often kills a socket silently).
+    public func networkPathChanged(isAvailable: Bool) {
+        engine.submit(.networkPath(available: isAvailable))
+    }
+
+    /// Skips the rest of the reconnect delay: a reconnecting (or network-waiting) session tries now with a
+    /// fresh backoff. Does nothing in any other state.
+    public func reconnectNow() {
+        engine.submit(.reconnectNow)
+    }
+
+    /// Call when the app returns to the foreground. A connected session checks its link at once (the
+    /// dialect's ping, or the server's last sign of life against its deadline) instead of waiting for the
+    /// next liveness deadline; a reconnecting session tries now. Nothing is closed when the app goes to the
+    /// background, so there is no matching call for that.
+    public func applicationWillEnterForeground() {
+        engine.submit(.checkLink)
+    }
+
     /// The channel `id`, joined now and re-joined after every reconnect until ``RealtimeChannel/leave()``.
     /// The result may be ignored: the channel stays joined either way.
     /// Calling it again for the same id returns an equivalent handle (and re-joins a failed channel).

@@ -20,6 +20,12 @@ enum EngineInput: Sendable {
     case transport(connection: UInt64, TransportEvent)
     case timer(EngineTimer, serial: UInt64)
     case workFinished(connection: UInt64, WorkID, Result<JSONValue, RealtimeError>)
+    /// The device's network path went away (`false`) or is usable, possibly through a new interface (`true`).
+    case networkPath(available: Bool)
+    /// Retry at once with a fresh backoff if waiting to reconnect.
+    case reconnectNow
+    /// Check at once that an open connection is alive (the app came back to the foreground).
+    case checkLink
 }
 
 enum EngineTimer: Hashable, Sendable {
@@ -110,6 +116,8 @@ struct SessionCore: Sendable {
     private var pingSentAt: Duration?
     private var actions: [DialectAction] = []
     private var lastEndDescription = ""
+    /// What the app last reported of the network path; attempts wait while it is `false`.
+    private var networkAvailable = true
 
     /// Set by the engine before each round of inputs.
     var now: Duration = .zero
@@ -200,6 +208,13 @@ struct SessionCore: Sendable {
         case .workFinished(let connection, let id, let result):
             guard case .open(connection, _) = phase else { return }
             runMachine(effects: &effects) { $0.workFinished(id, result: result, actions: &$1) }
+        case .networkPath(let available):
+            networkAvailable = available
+            if available { networkPathAvailable(effects: &effects) } else { networkPathLost(effects: &effects) }
+        case .reconnectNow:
+            reconnectNow(effects: &effects)
+        case .checkLink:
+            probeLink(effects: &effects)
         }
     }
 
@@ -207,13 +222,89 @@ struct SessionCore: Sendable {
         switch state {
         case .connected:
             if let completion { effects.append(.complete { completion(.success(())) }) }
-        case .connecting, .reconnecting:
+        case .connecting, .reconnecting, .waitingForNetwork:
             if let completion { connectWaiters.append(completion) }
         case .initialized, .disconnected, .failed:
             if let completion { connectWaiters.append(completion) }
             attempt = 0
             firstFailureAt = nil
-            startAttempt(effects: &effects)
+            if networkAvailable {
+                startAttempt(effects: &effects)
+            } else {
+                setState(.waitingForNetwork, effects: &effects)
+            }
+        }
+    }
+
+    // MARK: Network path and app lifecycle
+
+    /// Drops the connection (its socket cannot outlive the path) and waits for the path to return,
+    /// without spending reconnect attempts meanwhile.
+    private mutating func networkPathLost(effects: inout [EngineEffect]) {
+        switch state {
+        case .connecting, .connected, .reconnecting:
+            let error = RealtimeError(.transportFailed, "the device lost its network path")
+            if currentConnection != nil {
+                lastEndDescription = error.description
+                effects.append(.log(.info, "connection dropped: the device lost its network path"))
+                endConnectionLocally(TransportClosure(.failed(error)), effects: &effects)
+            }
+            cancel(.reconnect, effects: &effects)
+            cancel(.handshake, effects: &effects)
+            setState(.waitingForNetwork, effects: &effects)
+        case .initialized, .waitingForNetwork, .disconnected, .failed:
+            break
+        }
+    }
+
+    /// A path (back, or through another interface): connect now if waiting; otherwise make sure the open
+    /// connection still works, since a change of interface often kills a socket silently.
+    private mutating func networkPathAvailable(effects: inout [EngineEffect]) {
+        switch state {
+        case .waitingForNetwork, .reconnecting:
+            retryNow(effects: &effects)
+        case .connected:
+            probeLink(effects: &effects)
+        case .initialized, .connecting, .disconnected, .failed:
+            break
+        }
+    }
+
+    private mutating func reconnectNow(effects: inout [EngineEffect]) {
+        switch state {
+        case .reconnecting, .waitingForNetwork:
+            retryNow(effects: &effects)
+        case .initialized, .connecting, .connected, .disconnected, .failed:
+            break
+        }
+    }
+
+    /// A fresh backoff and an attempt at once.
+    private mutating func retryNow(effects: inout [EngineEffect]) {
+        cancel(.reconnect, effects: &effects)
+        attempt = 0
+        firstFailureAt = nil
+        effects.append(.log(.info, "reconnecting now"))
+        startAttempt(effects: &effects)
+    }
+
+    /// Sends the dialect's ping now (client-ping dialects) or checks the server's last sign of life
+    /// against its deadline (server-ping dialects); a dead link ends as a liveness timeout.
+    private mutating func probeLink(effects: inout [EngineEffect]) {
+        guard case .open(let connection, true) = phase else {
+            if case .reconnecting = state { retryNow(effects: &effects) }
+            return
+        }
+        switch liveness {
+        case .none:
+            return
+        case .serverPings:
+            checkLiveness(effects: &effects)
+        case .clientPings(_, let timeout, let ping):
+            guard pingSentAt == nil else { return }  // one is in flight already
+            pingSentAt = now
+            effects.append(.send(connection: connection, [ping]))
+            schedule(.liveness, after: timeout, effects: &effects)
         }
     }
 
@@ -516,6 +607,10 @@ struct SessionCore: Sendable {
                 ? "gave up after \(attempt) reconnect attempts; last: \(lastEndDescription)"
                 : "the connection ended and reconnection is disabled; last: \(lastEndDescription)"
             fail(RealtimeError(.sessionFailed, message), effects: &effects)
+            return
+        }
+        guard networkAvailable else {
+            setState(.waitingForNetwork, effects: &effects)
             return
         }
         let delay = immediately ? .zero : policy.delay(forAttempt: attempt, minimum: minimum, using: &random)
