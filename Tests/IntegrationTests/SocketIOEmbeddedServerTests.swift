@@ -150,6 +150,35 @@ struct SocketIOEmbeddedServerTests {
         session.disconnect()
     }
 
+    @Test func networkPathLossDropsTheSocketAndItsReturnRejoins() async throws {
+        let server = try makeFixtureLikeServer()
+        defer { server.stop() }
+        let session = RealtimeSession(dialect: .socketIO(url: server.url), transport: WebSocketTransport())
+        let events = EventLog()
+        let root = session.channel("/")
+        root.onAny { events.append($0) }
+        try await session.connect()
+        try await root.subscribed()
+        let firstID = session.connectionID
+        #expect(server.connectionCount == 1)
+
+        session.networkPathChanged(isAvailable: false)
+        #expect(await eventually(timeout: .seconds(5)) { session.state == .waitingForNetwork })
+        #expect(await eventually(timeout: .seconds(5)) { server.connectionCount == 0 })
+        try await Task.sleep(for: .milliseconds(300))   // no attempt while the path is down
+        #expect(server.connectionCount == 0)
+        let sending = Task { try await root.request("sum", [1, 2, 3], timeout: .seconds(10)) }
+
+        session.networkPathChanged(isAvailable: true)
+        let answer = try await sending.value
+        #expect(answer == [["sum": 6]])
+        #expect(session.state == .connected)
+        #expect(session.connectionID != firstID)
+        #expect(server.connectionCount == 1)
+        #expect(events.named("welcome").count == 2)
+        session.disconnect()
+    }
+
     @Test func burstFromTheEmbeddedServerArrivesInOrder() async throws {
         let server = try makeFixtureLikeServer()
         defer { server.stop() }
