@@ -265,7 +265,7 @@ final class NetworkWebSocketConnection: TransportConnection {
             }
             for frame in frames { state.codec.encode(frame, into: &output) }
         }
-        queue.async { self.write(output) }
+        queue.async { [output] in self.write(output) }
     }
 
     func close(code: Int, reason: String) {
@@ -277,7 +277,7 @@ final class NetworkWebSocketConnection: TransportConnection {
             return state.isOpen
         }
         guard let open else { return }
-        queue.async {
+        queue.async { [output] in
             guard open else {
                 self.finish(.closedLocally(code: code, reason: reason))
                 return
