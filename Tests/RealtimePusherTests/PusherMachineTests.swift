@@ -28,6 +28,11 @@ struct PusherMachineTests {
         #expect(actions.livenessRules == [.clientPings(idle: .seconds(60), timeout: .seconds(30),
                                                        ping: .text(#"{"event":"bird:ping"}"#))])
         #expect(driver.receive(#"{"event":"bird:ping"}"#).sentTexts == [#"{"event":"bird:pong"}"#])
+        // Bird's server value replaces the client's 120 s even when it is longer.
+        var longServer = PusherDriver(.bird(appKey: "k", host: "localhost"))
+        #expect(longServer.establish("conn-2", activity: 300, vendor: "bird", idKey: "connection_id")
+                    .livenessRules == [.clientPings(idle: .seconds(300), timeout: .seconds(30),
+                                                    ping: .text(#"{"event":"bird:ping"}"#))])
 
         var wrong = PusherDriver(.bird(appKey: "k", host: "localhost"))
         let refused = wrong.establish("1.1", vendor: "bird", idKey: "socket_id")

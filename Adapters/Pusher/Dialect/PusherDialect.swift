@@ -33,7 +33,8 @@ public struct PusherDialect: RealtimeDialect {
     /// `false` only for loopback hosts (tests and local servers); every other host uses `wss`.
     public var usesTLS: Bool
     public var authorizer: PusherAuthorizer?
-    /// Idle time before the client pings; the server's `activity_timeout` lowers it.
+    /// Idle time before the client pings; the server's `activity_timeout` lowers it (Pusher) or replaces
+    /// it (Bird).
     public var activityTimeout: Duration
     /// How long a ping may go unanswered before the link counts as dead.
     public var pongTimeout: Duration
@@ -131,7 +132,8 @@ extension RealtimeDialect where Self == PusherDialect {
                              reconnectPolicy: reconnectPolicy)
     }
 
-    /// Bird Realtime on `ws-<region>.realtime.platform.bird.com` over TLS. Its auth endpoints take JSON.
+    /// Bird Realtime on `ws-<region>.realtime.platform.bird.com` over TLS. Its auth endpoints take JSON;
+    /// the server's `activity_timeout` replaces `activityTimeout` (which applies until the handshake).
     public static func bird(appKey: String, region: String = "us1", authorizer: PusherAuthorizer? = nil,
                             host: String? = nil, port: Int? = nil, activityTimeout: Duration = .seconds(120),
                             reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy) -> PusherDialect {

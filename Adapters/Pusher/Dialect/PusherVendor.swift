@@ -48,6 +48,9 @@ public struct PusherVendor: Sendable, Hashable {
     public var backoffFloor41xx: Duration
     /// `private-encrypted-` channels (Pusher yes, Bird refuses them).
     public var supportsEncryptedChannels: Bool
+    /// Whether the handshake's `activity_timeout` replaces the client's idle time (Bird) or only lowers it
+    /// (Pusher: the smaller of the two).
+    public var serverActivityTimeoutOverrides: Bool
 
     /// Pusher Channels.
     public static let pusher = PusherVendor(
@@ -56,7 +59,7 @@ public struct PusherVendor: Sendable, Hashable {
         signinDataKey: "user_data", signinIDKey: "id", signinSeparator: "user", pingData: .object([:]),
         countEvent: "subscription_count", userChannelSendsEmptyAuth: true, authEncoding: .form,
         authIDParameter: "socket_id", hostTemplate: "ws-%@.pusher.com", clientName: "realtime-swift",
-        backoffFloor41xx: .seconds(1), supportsEncryptedChannels: true)
+        backoffFloor41xx: .seconds(1), supportsEncryptedChannels: true, serverActivityTimeoutOverrides: false)
 
     /// Bird Realtime.
     public static let bird = PusherVendor(
@@ -65,7 +68,8 @@ public struct PusherVendor: Sendable, Hashable {
         signinDataKey: "member_data", signinIDKey: "member_id", signinSeparator: "member", pingData: nil,
         countEvent: "connection_count", userChannelSendsEmptyAuth: false, authEncoding: .json,
         authIDParameter: "connection_id", hostTemplate: "ws-%@.realtime.platform.bird.com",
-        clientName: "realtime-swift", backoffFloor41xx: .seconds(1), supportsEncryptedChannels: false)
+        clientName: "realtime-swift", backoffFloor41xx: .seconds(1), supportsEncryptedChannels: false,
+        serverActivityTimeoutOverrides: true)
 
     /// The frame `<prefix>ping` or `<prefix>pong`.
     func control(_ name: String) -> TransportFrame {

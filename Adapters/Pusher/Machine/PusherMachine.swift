@@ -234,7 +234,8 @@ public struct PusherMachine: DialectMachine {
         connectionID = id
         var idle = activityTimeout
         if let seconds = data["activity_timeout"]?.doubleValue, seconds > 0 {
-            idle = min(idle, .milliseconds(Int64(seconds * 1000)))
+            let server = Duration.milliseconds(Int64(seconds * 1000))
+            idle = vendor.serverActivityTimeoutOverrides ? server : min(idle, server)
         }
         actions.append(.liveness(.clientPings(idle: idle, timeout: pongTimeout, ping: vendor.control("ping"))))
         actions.append(.connected(id: id))
