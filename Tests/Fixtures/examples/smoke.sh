@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the Examples package (warnings are errors) and runs its ChatClient against the python-socketio
+# peer: the client must connect, get the server's "welcome" event and leave cleanly.
+# Needs the socketio peer provisioned (Tests/Fixtures/socketio/provision.sh). Prints `examples: passed`.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+peers=${REALTIME_PEERS:-$root/.peers}
+python="$peers/socketio-venv/bin/python"
+fail() { echo "examples: FAILED ($1)" >&2; exit 1; }
+
+swift build --package-path "$root/Examples" -Xswiftc -warnings-as-errors 2>&1 \
+    | grep -vE '^\[[0-9]+/[0-9]+\]|^Building|^Compiling|^Write' | tail -n 20
+[ "${PIPESTATUS[0]}" = 0 ] || fail "swift build --package-path Examples"
+client="$(swift build --package-path "$root/Examples" --show-bin-path)/ChatClient"
+[ -x "$python" ] || fail "no python-socketio peer at $python"
+
+work=$(mktemp -d)
+# The peer exits when its standard input closes: hold it open with a sleeping writer.
+sleep 600 | "$python" "$root/Tests/Fixtures/socketio/server.py" 0 >"$work/server.out" 2>"$work/server.err" &
+server=$!
+cleanup() { kill "$server" 2>/dev/null; pkill -P $$ sleep 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+port=""
+for _ in $(seq 1 200); do
+    port=$(grep -oE '^READY [0-9]+' "$work/server.out" | grep -oE '[0-9]+' || true)
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+[ -n "$port" ] || { cat "$work/server.err" >&2; fail "the python-socketio peer printed no READY line"; }
+
+# One line typed after the session is up; end of input makes the client disconnect and exit.
+(sleep 2; echo "hello from the example") \
+    | timeout 60 "$client" socketio "http://127.0.0.1:$port" / >"$work/client.out" 2>&1
+status=$?
+cat "$work/client.out"
+[ "$status" = 0 ] || fail "ChatClient exited with $status"
+grep -q '^\[connected\]' "$work/client.out" || fail "ChatClient never printed [connected]"
+grep -q '^welcome: ' "$work/client.out" || fail "ChatClient never printed the server's welcome event"
+grep -q '^\[disconnected\]' "$work/client.out" || fail "ChatClient did not disconnect at the end of its input"
+if grep -q '^\[error\]' "$work/client.out"; then fail "ChatClient reported an error"; fi
+echo "examples: passed"
