@@ -284,6 +284,51 @@ struct TLSDirectReadingTests {
     }
 }
 
+extension TLSDirectReadingTests {
+    @Test("a rejected record is answered with the matching fatal alert, and no close_notify after it",
+          arguments: [("tampered", "bad record mac"), ("too long", "record overflow"),
+                      ("unprotected change_cipher_spec", "unexpected message"), ("short", nil)])
+    func alertOnRejection(_ name: String, alert: String?) throws {
+        // The server reads through OpenSSL, which names the alert it receives.
+        let (client, server) = try pair(client: .direct, server: .openSSL)
+        try server.engine.writePlaintext(Self.pattern(100, seed: 1))
+        try server.send(to: client)
+        #expect(client.engine.readsRecordsDirectly)
+        var bytes: [UInt8]
+        switch name {
+        case "tampered":
+            try server.engine.writePlaintext(Self.pattern(100, seed: 2))
+            bytes = server.drain()
+            bytes[bytes.count - 3] ^= 0x40
+        case "too long": bytes = [23, 3, 3, 0x41, 0x01] + [UInt8](repeating: 0, count: 10)
+        case "unprotected change_cipher_spec": bytes = [20, 3, 3, 0, 1, 1]
+        default: bytes = [23, 3, 3, 0, 16] + [UInt8](repeating: 0, count: 16)
+        }
+        #expect(throws: RealtimeError.self) {
+            try bytes.withUnsafeMutableBytes { raw in Result { () throws(RealtimeError) in try client.feed(raw) } }.get()
+        }
+        client.engine.shutdown()  // what the channel does next; must add nothing after an alert
+        let sent = client.drain()
+        guard let alert else {
+            // decode_error cannot be led out of OpenSSL: the connection ends with close_notify alone.
+            #expect(!sent.isEmpty)
+            var copy = sent
+            try copy.withUnsafeMutableBytes { raw in Result { () throws(RealtimeError) in try server.feed(raw) } }.get()
+            #expect(server.closedByPeer)
+            return
+        }
+        // One protected record: the alert alone (5-byte header, 2 bytes + content type + 16-byte tag).
+        #expect(sent.count == 5 + 2 + 1 + 16)
+        var copy = sent
+        #expect {
+            try copy.withUnsafeMutableBytes { raw in Result { () throws(RealtimeError) in try server.feed(raw) } }.get()
+        } throws: { error in
+            let error = error as? RealtimeError
+            return error?.code == .tlsFailed && error?.context.detail?.contains(alert) == true
+        }
+    }
+}
+
 /// Records sealed by the test itself, to show the reader what OpenSSL never sends.
 @Suite("TLS 1.3 record reader on crafted records")
 struct TLS13RecordReaderTests {

@@ -479,12 +479,38 @@ package final class TLSEngine {
     package func readRecordsDirectly(_ bytes: UnsafeMutableRawBufferPointer,
                                      deliver: (UnsafeRawBufferPointer) -> Bool) throws(RealtimeError) -> ReadStop {
         guard let directReader else { preconditionFailure("the direct reader has not taken over") }
-        let outcome = try directReader.read(bytes, deliver: deliver)
+        let outcome: TLS13RecordReader.Outcome
+        do {
+            outcome = try directReader.read(bytes, deliver: deliver)
+        } catch {
+            queueAlert(rejecting: error)
+            throw error
+        }
         if directReader.peerRequestedKeyUpdate {
             directReader.peerRequestedKeyUpdate = false
             try updateSendingKeys(requestingPeerUpdate: false)
         }
         return outcome == .closedByPeer ? .closedByPeer : .needMoreCiphertext
+    }
+
+    /// Queues the fatal alert RFC 8446 §5.2 asks for when the direct reader rejects a record. Only OpenSSL
+    /// holds the sending keys and it has no call that sends a chosen alert, so it is handed a record that
+    /// fails its own checks the same way: it queues the alert (drain the ciphertext afterwards) and will
+    /// send no close_notify after it. Rejections OpenSSL cannot be led to (decode_error, internal_error)
+    /// and the peer's own alerts get none.
+    private func queueAlert(rejecting error: RealtimeError) {
+        let record: [UInt8]
+        switch error.context.detail {
+        case "bad_record_mac": record = [23, 3, 3, 0, 17] + [UInt8](repeating: 0, count: 17)  // fails the tag
+        case "record_overflow": record = [23, 3, 3, 0xFF, 0xFF]  // a length no TLS 1.3 record may have
+        case "unexpected_message": record = [22, 3, 3, 0, 4, 1, 0, 0, 0]  // unprotected, after the handshake
+        default: return
+        }
+        ERR_clear_error()
+        record.withUnsafeBytes { receiveCiphertext($0) }
+        var sink: UInt8 = 0
+        _ = SSL_read(ssl, &sink, 1)
+        ERR_clear_error()
     }
 
     /// The direct reader's sequence number and key-update count (for tests).
