@@ -17,6 +17,12 @@ struct TLSTestCertificates: Sendable {
     /// Signed by the trusted CA for `other.test` only: wrong for `localhost` and for 127.0.0.1.
     var otherNameCertificate: String { directory.appendingPathComponent("other-name.pem").path }
 
+    /// The base64 SHA-256 of a certificate's SubjectPublicKeyInfo, computed by the `openssl` CLI
+    /// (`name`: "leaf", "ca" or "other-ca").
+    func publicKeyPin(_ name: String) -> String {
+        (try? String(contentsOf: directory.appendingPathComponent("\(name).pin"), encoding: .utf8)) ?? ""
+    }
+
     /// Made once per test process.
     static let shared: Result<TLSTestCertificates, TLSTestFailure> = {
         do throws(TLSTestFailure) {
@@ -54,6 +60,10 @@ struct TLSTestCertificates: Sendable {
             -extfile other.ext 2>/dev/null
         openssl x509 -req -in leaf.csr -CA other-ca.pem -CAkey other-ca.key -CAcreateserial -out stranger.pem \
             -days 2 -extfile leaf.ext 2>/dev/null
+        for name in leaf ca other-ca; do
+            openssl x509 -pubkey -noout -in $name.pem | openssl pkey -pubin -outform der \
+                | openssl dgst -sha256 -binary | openssl base64 -A > $name.pin
+        done
         """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")

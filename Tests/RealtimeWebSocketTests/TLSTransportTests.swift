@@ -74,6 +74,43 @@ struct TLSTransportTests {
         #expect(result?.error?.message.contains("expired") == true)
     }
 
+    @Test("public-key pins: the leaf's or the CA's key opens; another key fails typed, naming the chain's pins",
+          arguments: ["leaf", "ca", "other-ca", "not a pin"])
+    func pinning(_ pinned: String) async throws {
+        let server = try makeEchoServer(configuration: WebSocketServer.Configuration(
+            tls: TLSServerConfiguration(certificateChain: .file(certificates.leafCertificate),
+                                        privateKey: .file(certificates.leafKey))))
+        defer { server.stop() }
+        let pin = pinned == "not a pin" ? "sha256/bm90IGEgcGlu" : "sha256/" + certificates.publicKeyPin(pinned)
+        #expect(certificates.publicKeyPin("leaf").count == 44)
+        let transport = WebSocketTransport(configuration: .init(tls: TLSConfiguration(
+            additionalTrustRoots: [.file(certificates.caCertificate)], pinnedPublicKeys: [pin])))
+        let events = EventQueue<TransportEvent>()
+        let connection = transport.open(ConnectionRequest(url: URL(string: "wss://localhost:\(server.port)/")!)) {
+            events.push($0)
+        }
+        switch pinned {
+        case "leaf", "ca":
+            #expect(await events.next()?.isOpened == true)
+            connection.send([.text("pinned")])
+            #expect(await events.next()?.frames == [.text("pinned")])
+            connection.close(code: 1000, reason: "")
+            _ = await drainUntilClosed(events)
+        case "other-ca":
+            let (_, closure) = await drainUntilClosed(events)
+            #expect(closure?.error?.code == .tlsFailed)
+            #expect(closure?.error?.message.contains("none of the pinned public keys") == true)
+            // Our hashes of the chain match the openssl CLI's: the leaf's and the CA's are listed.
+            let detail = closure?.error?.context.detail ?? ""
+            #expect(detail.contains("sha256/" + certificates.publicKeyPin("leaf")))
+            #expect(detail.contains("sha256/" + certificates.publicKeyPin("ca")))
+        default:
+            let (_, closure) = await drainUntilClosed(events)
+            #expect(closure?.error?.code == .invalidArgument)
+            #expect(closure?.error?.context.detail == "sha256/bm90IGEgcGlu")
+        }
+    }
+
     @Test("a WebSocket echo over TLS with our own TLS server, records read directly or by OpenSSL on each side",
           arguments: [(TLSRecordReading.direct, TLSRecordReading.direct), (.openSSL, .openSSL), (.direct, .openSSL)])
     func echoOverTLS(client clientReading: TLSRecordReading, server serverReading: TLSRecordReading) async throws {

@@ -7,8 +7,9 @@ import RealtimeCore
 /// The Apple-platform transport: `NWConnection` carries TCP and TLS as a byte stream; the package's own
 /// handshake and codec speak WebSocket on top, exactly as on Linux.
 ///
-/// TLS uses the system trust store and TLS ≥ 1.2 (or 1.3 when configured); `additionalTrustRoots` is not
-/// supported here. Not built on Linux (no Network framework): keep it small.
+/// TLS uses the system trust store and TLS ≥ 1.2 (or 1.3 when configured); a `wss://` open with
+/// `additionalTrustRoots`, `pinnedPublicKeys` or `trustsSystemRoots = false` fails with `.unsupported`
+/// rather than ignore them. Not built on Linux (no Network framework; CI type-checks it against a stub).
 public final class NetworkWebSocketTransport: RealtimeTransport {
     public let configuration: WebSocketTransport.Configuration
 
@@ -62,6 +63,13 @@ final class NetworkWebSocketConnection: TransportConnection {
             try handshake.validate()
         } catch {
             queue.async { self.finish(.failed(error)) }
+            return
+        }
+        if target.secure, let unsupported = Self.unsupportedTLSSetting(configuration.tls) {
+            // Ignoring a pin or a custom trust setting would weaken what the app asked for: refuse instead.
+            queue.async {
+                self.finish(.failed(RealtimeError(.unsupported, "NetworkWebSocketTransport does not support \(unsupported)")))
+            }
             return
         }
         let parameters: NWParameters
@@ -238,6 +246,14 @@ final class NetworkWebSocketConnection: TransportConnection {
         default:
             return RealtimeError(.transportFailed, "connection failed: \(error)")
         }
+    }
+
+    /// The first TLS setting this transport cannot honour, if any.
+    private static func unsupportedTLSSetting(_ tls: TLSConfiguration) -> String? {
+        if !tls.pinnedPublicKeys.isEmpty { return "pinnedPublicKeys" }
+        if !tls.additionalTrustRoots.isEmpty { return "additionalTrustRoots" }
+        if !tls.trustsSystemRoots { return "trustsSystemRoots = false" }
+        return nil
     }
 
     /// Words for the Secure Transport codes a certificate check ends with (SecureTransport.h).

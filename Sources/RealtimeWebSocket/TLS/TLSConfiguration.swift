@@ -1,3 +1,5 @@
+import RealtimeCore
+
 /// Certificates or a key, from a PEM file or PEM text.
 public enum TLSPEMSource: Sendable, Hashable {
     /// A PEM file on disk.
@@ -54,18 +56,41 @@ public struct TLSConfiguration: Sendable, Hashable {
     public var cipherPreference: TLSCipherPreference
     /// Who decrypts what the server sends after a TLS 1.3 handshake.
     public var recordReading: TLSRecordReading
+    /// Public-key pins: base64 SHA-256 hashes of a certificate's SubjectPublicKeyInfo, optionally written
+    /// `sha256/<base64>`. When any are given, the verified chain (leaf, intermediates or root) must carry
+    /// one of them, on top of the usual verification; a mismatch fails with `.tlsFailed` and lists the
+    /// chain's own pins. Pin a backup key too, so that a key rotation does not lock clients out. Get a pin
+    /// with `openssl x509 -pubkey -noout -in cert.pem | openssl pkey -pubin -outform der |
+    /// openssl dgst -sha256 -binary | base64`.
+    public var pinnedPublicKeys: [String]
 
     /// Defaults: system roots, no extra roots, TLS 1.2 or later, ALPN `http/1.1`, the faster cipher, the
-    /// direct record reader.
+    /// direct record reader, no pins.
     public init(trustsSystemRoots: Bool = true, additionalTrustRoots: [TLSPEMSource] = [],
                 minimumVersion: TLSMinimumVersion = .tls12, applicationProtocols: [String] = ["http/1.1"],
-                cipherPreference: TLSCipherPreference = .fastestMeasured, recordReading: TLSRecordReading = .direct) {
+                cipherPreference: TLSCipherPreference = .fastestMeasured, recordReading: TLSRecordReading = .direct,
+                pinnedPublicKeys: [String] = []) {
         self.trustsSystemRoots = trustsSystemRoots
         self.additionalTrustRoots = additionalTrustRoots
         self.minimumVersion = minimumVersion
         self.applicationProtocols = applicationProtocols
         self.cipherPreference = cipherPreference
         self.recordReading = recordReading
+        self.pinnedPublicKeys = pinnedPublicKeys
+    }
+
+    /// The pins as 32-byte hashes; throws `.invalidArgument` for one that is not a base64 SHA-256 hash.
+    func decodedPins() throws(RealtimeError) -> Set<[UInt8]> {
+        var pins: Set<[UInt8]> = []
+        for pin in pinnedPublicKeys {
+            let text = pin.hasPrefix("sha256/") ? String(pin.dropFirst("sha256/".count)) : pin
+            guard let hash = Base64.decode(text), hash.count == 32 else {
+                throw RealtimeError(.invalidArgument, "a public-key pin must be a base64 SHA-256 hash",
+                                    context: .init(detail: pin))
+            }
+            pins.insert(hash)
+        }
+        return pins
     }
 }
 

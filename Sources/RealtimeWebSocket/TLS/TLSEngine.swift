@@ -9,10 +9,13 @@ package final class TLSContext: Sendable {
 
     let role: Role
     let recordReading: TLSRecordReading
+    /// SHA-256 hashes of SubjectPublicKeyInfo, one of which the server's verified chain must carry.
+    let pinnedPublicKeys: Set<[UInt8]>
     private let context: Locked<OpaquePointer>
 
     /// A client context: peer verification on, roots from `configuration`, ALPN, TLS ≥ 1.2.
     package init(client configuration: TLSConfiguration) throws(RealtimeError) {
+        pinnedPublicKeys = try configuration.decodedPins()
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSErrors.openSSL("SSL_CTX_new") }
         do throws(RealtimeError) {
             try Self.configureCommon(context, minimumVersion: configuration.minimumVersion)
@@ -52,6 +55,7 @@ package final class TLSContext: Sendable {
 
     /// A server context presenting `configuration`'s certificate chain and key.
     package init(server configuration: TLSServerConfiguration) throws(RealtimeError) {
+        pinnedPublicKeys = []
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSErrors.openSSL("SSL_CTX_new") }
         do throws(RealtimeError) {
             try Self.configureCommon(context, minimumVersion: configuration.minimumVersion)
@@ -298,6 +302,7 @@ package final class TLSEngine {
     private let incoming: OpaquePointer
     private let outgoing: OpaquePointer
     private let host: String?
+    private let pinnedPublicKeys: Set<[UInt8]>
     package private(set) var isHandshakeComplete = false
     /// Where OpenSSL leaves the peer's traffic secret and the count of records read under it, until the
     /// direct reader takes over; nil when the context reads through OpenSSL only.
@@ -335,6 +340,7 @@ package final class TLSEngine {
         self.incoming = incoming
         self.outgoing = outgoing
         self.host = host
+        pinnedPublicKeys = context.pinnedPublicKeys
         if context.recordReading == .direct {
             let state = UnsafeMutablePointer<realtime_tls_read_secret>.allocate(capacity: 1)
             let label = context.role == .client ? "SERVER_TRAFFIC_SECRET_0" : "CLIENT_TRAFFIC_SECRET_0"
@@ -556,7 +562,8 @@ package final class TLSEngine {
         ERR_clear_error()
         let result = SSL_do_handshake(ssl)
         if result == 1 {
-            isHandshakeComplete = true
+            isHandshakeComplete = true  // so that a pin mismatch still ends with close_notify
+            if !pinnedPublicKeys.isEmpty { try checkPinnedPublicKeys() }
             return true
         }
         switch SSL_get_error(ssl, result) {
@@ -565,6 +572,38 @@ package final class TLSEngine {
         default:
             throw TLSErrors.handshakeFailed(ssl: ssl, host: host)
         }
+    }
+
+    /// Fails unless a certificate of the verified chain has a pinned SubjectPublicKeyInfo hash.
+    private func checkPinnedPublicKeys() throws(RealtimeError) {
+        var seen: [String] = []
+        if let chain = SSL_get0_verified_chain(ssl) {
+            for index in 0..<max(0, OPENSSL_sk_num(chain)) {
+                guard let certificate = OPENSSL_sk_value(chain, index),
+                      let hash = Self.publicKeyHash(OpaquePointer(certificate)) else { continue }
+                if pinnedPublicKeys.contains(hash) { return }
+                seen.append("sha256/" + Base64.encode(hash))
+            }
+        }
+        throw RealtimeError(.tlsFailed, "the server's certificate chain carries none of the pinned public keys",
+                            context: .init(detail: "the chain's pins: " + seen.joined(separator: ", ")))
+    }
+
+    /// SHA-256 of a certificate's DER SubjectPublicKeyInfo.
+    private static func publicKeyHash(_ certificate: OpaquePointer) -> [UInt8]? {
+        guard let key = X509_get0_pubkey(certificate) else { return nil }
+        let length = i2d_PUBKEY(key, nil)
+        guard length > 0 else { return nil }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        let written = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_PUBKEY(key, &cursor)
+        }
+        guard written == length else { return nil }
+        var hash = [UInt8](repeating: 0, count: 32)
+        var hashLength: UInt32 = 0
+        guard EVP_Digest(der, der.count, &hash, &hashLength, EVP_sha256(), nil) == 1, hashLength == 32 else { return nil }
+        return hash
     }
 
     /// Decrypts buffered records into `buffer` until OpenSSL wants more ciphertext or the buffer is full.
