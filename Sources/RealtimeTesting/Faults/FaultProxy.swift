@@ -277,20 +277,22 @@ final class ProxyShared: Sendable {
                 guard ProxySocket.waitReadable(listener, milliseconds: 20) else { continue }
                 let client = accept(listener, nil, nil)
                 guard client >= 0 else { continue }
-                let (index, fault, stopped) = state.withLock { state -> (Int, Fault, Bool) in
+                // One step, so a live control issued after this accept (resetAll, a new plan) sees the connection.
+                let connection = state.withLock { state -> ProxyConnection? in
                     let index = state.accepted
                     let fault = state.plan.fault(forConnection: index)
                     state.accepted += 1
                     state.records.append(.init(index: index, fault: fault))
-                    return (index, fault, state.stopped)
+                    let behaviour = ProxyBehaviour(fault)
+                    guard !behaviour.refuse, !state.stopped else { return nil }
+                    let connection = ProxyConnection(index: index, client: client, behaviour: behaviour, shared: self)
+                    state.open[index] = connection
+                    return connection
                 }
-                let behaviour = ProxyBehaviour(fault)
-                if behaviour.refuse || stopped {
+                guard let connection else {
                     _ = ProxySocket.close(client)
                     continue
                 }
-                let connection = ProxyConnection(index: index, client: client, behaviour: behaviour, shared: self)
-                state.withLock { $0.open[index] = connection }
                 spawn { connection.run() }
             }
         }

@@ -1,0 +1,553 @@
+import Foundation
+import Realtime
+import RealtimeSocketIO
+import RealtimeTesting
+import Testing
+
+// Sessions through a FaultProxy: the session's promises (nothing acknowledged is lost, no handler runs twice,
+// no subscription silently dropped, every failure a typed error) checked through our real WebSocket client,
+// TLS included, against real servers while the network misbehaves. No timing is asserted: every wait is a
+// bound on observation.
+
+/// Fast reconnects, no jitter: the chaos stays short and its log readable.
+let chaosReconnectPolicy = ReconnectPolicy(initialDelay: .milliseconds(50), multiplier: 2,
+                                           maximumDelay: .milliseconds(400), jitter: .none)
+
+/// The embedded server's heartbeat at 300 ms + 600 ms: a silent link is declared dead in about a second.
+let fastHeartbeat = SocketIOServer.Configuration(pingInterval: .milliseconds(300), pingTimeout: .milliseconds(600))
+
+extension ChannelState {
+    /// Confirmed by the server, whatever the dialect says about recovery.
+    var isSubscribed: Bool { if case .subscribed = self { true } else { false } }
+}
+
+/// Wraps a transport and records how each of its connections ended.
+final class RecordingTransport: RealtimeTransport {
+    let inner: any RealtimeTransport
+    let closures = Locked<[TransportClosure]>([])
+
+    init(_ inner: any RealtimeTransport) { self.inner = inner }
+
+    func open(_ request: ConnectionRequest,
+              handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        let closures = closures
+        return inner.open(request) { event in
+            if case .closed(let closure) = event { closures.withLock { $0.append(closure) } }
+            handler(event)
+        }
+    }
+}
+
+/// Everything a session reports: state changes (old, new) and errors.
+final class SessionWatch: Sendable {
+    let changes = Locked<[(old: ConnectionState, new: ConnectionState)]>([])
+    let errors = Locked<[RealtimeError]>([])
+
+    init(_ session: RealtimeSession) {
+        session.onStateChange { [changes] old, new in changes.withLock { $0.append((old, new)) } }
+        session.onError { [errors] error in errors.withLock { $0.append(error) } }
+    }
+
+    var reconnects: Int {
+        changes.withLock { $0 }.filter { if case .reconnecting = $0.new { true } else { false } }.count
+    }
+
+    var failed: Bool {
+        changes.withLock { $0 }.contains { if case .failed = $0.new { true } else { false } }
+    }
+
+    /// What is wrong with the reported sequence: each change starts where the previous one ended, the first
+    /// starts at `.initialized`, and `.connected` is only ever entered from `.connecting`.
+    var stateSequenceProblems: [String] {
+        let changes = changes.withLock { $0 }
+        var problems: [String] = []
+        var previous = ConnectionState.initialized
+        for (index, change) in changes.enumerated() {
+            if change.old != previous { problems.append("#\(index): \(change.old) → \(change.new) after \(previous)") }
+            if change.new == .connected, change.old != .connecting {
+                problems.append("#\(index): connected from \(change.old), not from connecting")
+            }
+            previous = change.new
+        }
+        return problems
+    }
+}
+
+/// Runs `body` but stops waiting after `limit`: `nil` means it hung (the task is left behind).
+func bounded<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async
+    -> Result<T, any Error>? {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>?, Never>) in
+        let done = Locked(false)
+        let finish: @Sendable (Result<T, any Error>?) -> Void = { result in
+            let first = done.withLock { done -> Bool in
+                defer { done = true }
+                return !done
+            }
+            if first { continuation.resume(returning: result) }
+        }
+        let work = Task {
+            do { finish(.success(try await body())) } catch { finish(.failure(error)) }
+        }
+        Task {
+            try? await Task.sleep(for: limit)
+            finish(nil)
+            _ = work  // keep the hung task referenced, never cancelled: a hang must stay visible
+        }
+    }
+}
+
+/// Certificates for 127.0.0.1 from a throwaway CA, made with the `openssl` CLI.
+struct ChaosCertificates: Sendable {
+    let directory: URL
+    var ca: String { directory.appendingPathComponent("ca.pem").path }
+    var leaf: String { directory.appendingPathComponent("leaf.pem").path }
+    var key: String { directory.appendingPathComponent("leaf.key").path }
+
+    static func make() async throws -> ChaosCertificates {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("realtime-chaos-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let script = """
+        set -e
+        cd "\(directory.path)"
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > leaf.ext
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
+            -days 2 -subj "/CN=Realtime Chaos CA" 2>/dev/null
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr \
+            -subj "/CN=localhost" 2>/dev/null
+        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 1 \
+            -extfile leaf.ext 2>/dev/null
+        """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        try process.run()
+        // Not waitUntilExit: it can wait forever on a Swift concurrency thread on Linux.
+        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        guard process.terminationStatus == 0 else {
+            throw RealtimeError(.operationFailed, "openssl exited with \(process.terminationStatus)")
+        }
+        return ChaosCertificates(directory: directory)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// A `wss` front for a plain `ws` server: a TLS WebSocketServer that relays every frame, both ways, to the
+/// same path and query upstream. Lets the embedded Socket.IO server be reached over TLS.
+final class TLSRelay: Sendable {
+    let server: WebSocketServer
+
+    init(certificates: ChaosCertificates, upstreamPort: Int) throws {
+        let links = Locked<[ObjectIdentifier: any TransportConnection]>([:])
+        let transport = WebSocketTransport()
+        server = try WebSocketServer(
+            configuration: .init(tls: TLSServerConfiguration(certificateChain: .file(certificates.leaf),
+                                                             privateKey: .file(certificates.key))),
+            handler: { connection, event in
+                let key = ObjectIdentifier(connection)
+                switch event {
+                case .opened:
+                    let target = connection.request?.target ?? "/"
+                    let upstream = transport.open(
+                        ConnectionRequest(url: URL(string: "ws://127.0.0.1:\(upstreamPort)\(target)")!)
+                    ) { [weak connection] event in
+                        switch event {
+                        case .opened: break
+                        case .received(let frames): connection?.send(frames)
+                        case .closed: connection?.abort()
+                        }
+                    }
+                    links.withLock { $0[key] = upstream }
+                case .received(let frames):
+                    links.withLock { $0[key] }?.send(frames)
+                case .closed:
+                    links.withLock { $0.removeValue(forKey: key) }?.abort()
+                }
+            })
+    }
+
+    var port: Int { server.port }
+    func stop() { server.stop() }
+}
+
+@Suite("Chaos: sessions through a fault proxy", .serialized)
+struct ChaosTests {
+    // MARK: Socket.IO, embedded server
+
+    @Test("Socket.IO: a stalled link is found dead by liveness; the session reconnects and re-joins")
+    func stallIsDetectedByLiveness() async throws {
+        let server = try makeFixtureLikeServer(configuration: fastHeartbeat)
+        defer { server.stop() }
+        let proxy = try FaultProxy(upstream: server.url)
+        defer { proxy.stop() }
+        let transport = RecordingTransport(WebSocketTransport())
+        let log = Locked<[String]>([])
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"],
+                                                         reconnectPolicy: chaosReconnectPolicy),
+                                      transport: transport,
+                                      options: SessionOptions(logHandler: { record in log.withLock { $0.append(record.message) } }))
+        let watch = SessionWatch(session)
+        let events = EventLog()
+        let chat = session.channel("/chat")
+        chat.onAny { events.append($0) }
+        try await session.connect()
+        try await chat.subscribed()
+        let firstID = session.connectionID
+
+        proxy.stallAll()   // nothing moves, nothing closes: only the missing pings tell
+        #expect(await eventually(timeout: .seconds(10)) {
+            log.withLock { $0 }.contains { $0.contains("connection ended: the link went silent (liveness timeout)") }
+        }, "log: \(log.withLock { $0 })")
+        // The transport saw no failure of its own: the session dropped the silent link.
+        #expect(transport.closures.withLock { $0 }.allSatisfy { $0.kind == .closedLocally(code: 1006, reason: "aborted") },
+                "\(transport.closures.withLock { $0 })")
+        #expect(await eventually(timeout: .seconds(10)) {
+            session.state == .connected && session.connectionID != firstID && chat.state.isSubscribed
+        }, "state \(session.state), chat \(chat.state)")
+        #expect(await events.wait(for: "welcome", count: 2))
+        #expect(try await chat.request("sum", [1, 2, 3], timeout: .seconds(5)) == [["sum": 6]])
+        #expect(proxy.acceptedCount == 2)
+        #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems)")
+        session.disconnect()
+    }
+
+    @Test("Socket.IO: a reset in the middle of a burst reconnects; what arrived came once and in order")
+    func resetMidStreamReconnects() async throws {
+        let server = try makeFixtureLikeServer(configuration: fastHeartbeat)
+        defer { server.stop() }
+        let proxy = try FaultProxy(upstream: server.url)
+        defer { proxy.stop() }
+        let transport = RecordingTransport(WebSocketTransport())
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url),
+                                                         reconnectPolicy: chaosReconnectPolicy),
+                                      transport: transport)
+        let watch = SessionWatch(session)
+        let events = EventLog()
+        let root = session.channel("/")
+        root.onAny { events.append($0) }
+        try await session.connect()
+        try await root.subscribed()
+        let firstID = session.connectionID
+
+        proxy.inject(.reset(afterBytes: 20_000, direction: .downstream))
+        try await root.send("burst", 5_000)
+        #expect(await eventually(timeout: .seconds(10)) { watch.reconnects >= 1 })
+        #expect(await eventually(timeout: .seconds(10)) {
+            session.state == .connected && session.connectionID != firstID && root.state.isSubscribed
+        }, "state \(session.state)")
+        let items = events.named("burst_item").compactMap { $0.data.integerValue }
+        #expect(items == Array(0..<Int64(items.count)), "a gap or a duplicate in \(items.count) items")
+        #expect(items.count < 5_000, "the reset came after the whole burst: \(items.count)")
+        let closures = transport.closures.withLock { $0 }
+        #expect(closures.contains { if case .failed(let error) = $0.kind { error.code == .transportFailed } else { false } },
+                "\(closures)")
+        #expect(try await root.request("sum", [4, 5], timeout: .seconds(5)) == [["sum": 9]])
+        #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems)")
+        session.disconnect()
+    }
+
+    @Test("Socket.IO: a handshake and a session dribbled a byte at a time connect and answer intact")
+    func dribbledHandshakeConnects() async throws {
+        let server = try makeFixtureLikeServer()
+        defer { server.stop() }
+        let proxy = try FaultProxy(upstream: server.url, plan: .always(.dribble(chunk: 1, pause: .zero)))
+        defer { proxy.stop() }
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"]),
+                                      transport: WebSocketTransport())
+        let chat = session.channel("/chat")
+        try await session.connect()
+        try await chat.subscribed()
+        let blob: JSONValue = ["text": .string(String(repeating: "ü€𝄞x", count: 300)), "bytes": .binary(Data(0..<200))]
+        #expect(try await chat.request("binary_echo", blob, timeout: .seconds(20)) == [blob])
+        #expect(proxy.acceptedCount == 1)
+        session.disconnect()
+    }
+
+    // MARK: Seeded chaos run
+
+    @Test("Socket.IO chaos: random faults per connection and on the fly while 200 requests and a numbered stream run")
+    func seededChaosRun() async throws {
+        let seed = ProcessInfo.processInfo.environment["REALTIME_CHAOS_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        let plan = FaultPlan.random(seed: seed, faultyConnections: 12, maximumOffset: 3_000)
+        print("chaos: \(plan) (rerun with REALTIME_CHAOS_SEED=\(seed))")
+
+        let server = try makeFixtureLikeServer(configuration: fastHeartbeat)
+        defer { server.stop() }
+        let handled = Locked<[Int64]>([])   // request ids the server handled, in order
+        for namespace in ["/", "/chat"] {
+            server.on("echo", in: namespace) { _, arguments, ack in
+                if let id = arguments.first?["id"]?.integerValue { handled.withLock { $0.append(id) } }
+                ack?.send(arguments)
+            }
+            server.on("sum", in: namespace) { _, arguments, ack in
+                let numbers = arguments.first?.arrayValue?.compactMap(\.integerValue) ?? []
+                let id = arguments.dropFirst().first?["id"]?.integerValue ?? -1
+                handled.withLock { $0.append(id) }
+                ack?(["sum": .integer(numbers.reduce(0, +)), "id": .integer(id)])
+            }
+        }
+        let proxy = try FaultProxy(upstream: server.url, plan: plan)
+        defer { proxy.stop() }
+        let transport = RecordingTransport(WebSocketTransport())
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"],
+                                                         reconnectPolicy: chaosReconnectPolicy),
+                                      transport: transport)
+        let watch = SessionWatch(session)
+        let channels = [session.channel("/"), session.channel("/chat")]
+        let ticks = Locked<[Int64]>([])
+        for channel in channels {
+            channel.on("tick") { event in
+                if let number = event.data.integerValue { ticks.withLock { $0.append(number) } }
+            }
+        }
+        session.start()
+
+        // The server emits numbered events to whoever is connected, every 5 ms.
+        let emitting = Locked(true)
+        let emitter = Task.detached {
+            var number: Int64 = 0
+            while emitting.withLock({ $0 }) {
+                for namespace in ["/", "/chat"] {
+                    for socket in server.sockets(in: namespace) {
+                        number += 1
+                        socket.emit("tick", [.integer(number)])
+                    }
+                }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        // Faults on the fly, on top of the plan: resets, stalls, cuts a few bytes ahead.
+        let driver = Task.detached {
+            var generator = SeededRandomNumberGenerator(seed: seed ^ 0x5EED)
+            for _ in 0..<8 {
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 150...600, using: &generator)))
+                let offset = Int.random(in: 0...2_000, using: &generator)
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0: proxy.resetAll()
+                case 1: proxy.stallAll()
+                case 2: proxy.inject(.reset(afterBytes: offset, direction: .downstream))
+                default: proxy.inject(.close(afterBytes: offset, direction: .upstream))
+                }
+            }
+        }
+
+        enum Outcome: Sendable {
+            case answered(id: Int64, correct: Bool)
+            case failed(id: Int64, RealtimeError)
+            case foreign(id: Int64, String)
+            case hung(id: Int64)
+        }
+        let outcomes = await withTaskGroup(of: [Outcome].self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var outcomes: [Outcome] = []
+                    for index in 0..<25 {
+                        let id = Int64(worker * 1_000 + index)
+                        let channel = channels[index % 2]
+                        let echo = index % 3 != 0
+                        let arguments: [JSONValue] = echo
+                            ? [["id": .integer(id), "pad": .string(String(repeating: "x", count: Int(id) % 700))]]
+                            : [[.integer(id), 1, 2], ["id": .integer(id)]]
+                        let expected: [JSONValue] = echo ? arguments : [["sum": .integer(id + 3), "id": .integer(id)]]
+                        let result = await bounded(.seconds(12)) {
+                            try await channel.request(echo ? "echo" : "sum", arguments: arguments, timeout: .seconds(4))
+                        }
+                        switch result {
+                        case .success(let answer)?: outcomes.append(.answered(id: id, correct: answer == expected))
+                        case .failure(let error as RealtimeError)?: outcomes.append(.failed(id: id, error))
+                        case .failure(let error)?: outcomes.append(.foreign(id: id, "\(type(of: error)): \(error)"))
+                        case nil: outcomes.append(.hung(id: id))
+                        }
+                    }
+                    return outcomes
+                }
+            }
+            var all: [Outcome] = []
+            for await outcomes in group { all += outcomes }
+            return all
+        }
+        await driver.value
+
+        // Faults stop: new connections pass, and the open ones (which may hold a stall or a cut not reached
+        // yet) are reset once. The session must come back on a clean connection with every channel.
+        proxy.plan = .pass
+        let before = session.connectionID
+        proxy.resetAll()
+        let settled = await eventually(timeout: .seconds(20)) {
+            session.state == .connected && session.connectionID != before && channels.allSatisfy { $0.state.isSubscribed }
+        }
+        let context = "\(plan); connections: \(proxy.records); state \(session.state); "
+            + "channels \(channels.map(\.state))"
+        #expect(settled, "\(context)")
+        for (index, channel) in channels.enumerated() {
+            let id = JSONValue.integer(Int64(90_000 + index))
+            let final = await bounded(.seconds(10)) {
+                try await channel.request("sum", arguments: [[40, 2], ["id": id]], timeout: .seconds(5))
+            }
+            if case .success(let answer)? = final {
+                #expect(answer == [["sum": 42, "id": id]], "\(context)")
+            } else {
+                Issue.record("the request after the chaos on \(channel.id): \(String(describing: final)); \(context)")
+            }
+        }
+        emitting.withLock { $0 = false }
+        await emitter.value
+
+        var answered: [Int64] = []
+        var failures: [String: Int] = [:]
+        for outcome in outcomes {
+            switch outcome {
+            case .answered(let id, let correct):
+                answered.append(id)
+                #expect(correct, "request \(id) got a wrong answer; \(context)")
+            case .failed(_, let error):
+                failures[error.code.rawValue, default: 0] += 1
+            case .foreign(let id, let description):
+                Issue.record("request \(id) failed with an untyped error \(description); \(context)")
+            case .hung(let id):
+                Issue.record("request \(id) neither answered nor failed within 12 s; \(context)")
+            }
+        }
+        let handledIDs = handled.withLock { $0 }
+        let handledSet = Set(handledIDs)
+        #expect(outcomes.count == 200)
+        let unhandled = answered.filter { !handledSet.contains($0) }
+        #expect(unhandled.isEmpty, "acknowledged but never handled: \(unhandled); \(context)")
+        #expect(handledIDs.count == handledSet.count, "a request handled twice by the server; \(context)")
+        let delivered = ticks.withLock { $0 }
+        #expect(delivered.count == Set(delivered).count, "a server event delivered twice; \(context)")
+        #expect(!watch.failed, "\(context)")
+        #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems); \(context)")
+        #expect(watch.reconnects >= 1, "the chaos did not break a single connection; \(context)")
+        print("chaos: seed \(seed): \(proxy.acceptedCount) connections, \(watch.reconnects) reconnects, "
+            + "\(answered.count) answered, failed \(failures.sorted { $0.key < $1.key }), "
+            + "\(delivered.count) ticks delivered, \(handledIDs.count) requests handled by the server")
+        session.disconnect()
+    }
+
+    // MARK: Real servers
+
+    @Test("python-socketio through the proxy: a reset mid-burst reconnects and re-joins both namespaces",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: SocketIOPeer.python.path) || PeerRequirement.required,
+                   "python-socketio peer not provisioned: run Tests/Fixtures/socketio/provision.sh"))
+    func pythonSocketIOResetMidStream() async throws {
+        try await withSocketIOPeer(fastPing: true) { peer in
+            let proxy = try FaultProxy(upstream: peer.url)
+            defer { proxy.stop() }
+            let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: peer.url), auth: ["token": "secret"],
+                                                             reconnectPolicy: chaosReconnectPolicy),
+                                          transport: WebSocketTransport())
+            let watch = SessionWatch(session)
+            let events = EventLog()
+            let channels = [session.channel("/"), session.channel("/chat")]
+            for channel in channels { channel.onAny { events.append($0) } }
+            try await session.connect()
+            for channel in channels { try await channel.subscribed() }
+            #expect(await events.wait(for: "welcome", count: 2))
+            let firstID = session.connectionID
+
+            proxy.inject(.reset(afterBytes: 2_000, direction: .downstream))
+            try await channels[0].send("burst", 2_000)
+            #expect(await eventually(timeout: .seconds(10)) { watch.reconnects >= 1 })
+            #expect(await eventually(timeout: .seconds(15)) {
+                session.state == .connected && session.connectionID != firstID
+                    && channels.allSatisfy { $0.state == .subscribed(recovered: nil) }
+            }, "state \(session.state), channels \(channels.map(\.state))")
+            #expect(await events.wait(for: "welcome", count: 4))   // each namespace welcomed again
+            let items = events.named("burst_item").compactMap { $0.data.integerValue }
+            #expect(items == Array(0..<Int64(items.count)), "a gap or a duplicate in \(items.count) items")
+            #expect(try await channels[1].request("sum", [1, 2], timeout: .seconds(5)) == [["sum": 3]])
+            #expect(proxy.acceptedCount == 2)
+            #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems)")
+            session.disconnect()
+        }
+    }
+
+    @Test("Rails Action Cable through the proxy: a reset mid-frame reconnects, the server confirms again, a perform after it arrives",
+          .enabled(if: RailsCableServer.unavailableReason == nil || PeerRequirement.required,
+                   Comment(rawValue: RailsCableServer.unavailableReason ?? "")))
+    func railsActionCableResetMidFrame() async throws {
+        let server = try await RailsCableServer.start()
+        defer { server.stop() }
+        let upstream = URL(string: "ws://127.0.0.1:\(server.port)/cable?token=valid-alice")!
+        let proxy = try FaultProxy(upstream: upstream)
+        defer { proxy.stop() }
+        let session = RealtimeSession(dialect: .actionCable(url: proxy.url(for: upstream),
+                                                            reconnectPolicy: chaosReconnectPolicy),
+                                      transport: WebSocketTransport(), options: SessionOptions(connectTimeout: .seconds(5)))
+        let watch = SessionWatch(session)
+        let messages = Locked<[JSONValue]>([])
+        session.onAny { event in messages.withLock { $0.append(event.data) } }
+        try await session.connect()
+        let room = session.channel(cableRoom42)
+        try await room.subscribed()
+        let firstAccepted = proxy.acceptedCount
+
+        // A 2 KB broadcast, cut 100 bytes in: the reset lands inside its WebSocket frame.
+        proxy.inject(.reset(afterBytes: 100, direction: .downstream))
+        let long = String(repeating: "y", count: 2_000)
+        try server.broadcast(stream: "echo:42", "{\"long\":\"\(long)\"}")
+        try await cableWaitUntil("a reconnect") { watch.reconnects >= 1 }
+        try await cableWaitUntil("connected and confirmed again", timeout: .seconds(15)) {
+            session.state == .connected && room.state == .subscribed(recovered: nil) && proxy.acceptedCount > firstAccepted
+        }
+        try await room.perform("whisper", ["text": "after the reset"])
+        try await cableWaitUntil("the whisper's answer") {
+            messages.withLock { $0 }.contains { $0["whisper"]?["text"] == "after the reset" }
+        }
+        try server.broadcast(stream: "echo:42", #""still streaming""#)
+        try await cableWaitUntil("a broadcast on the new subscription") {
+            messages.withLock { $0 }.contains("still streaming")
+        }
+        #expect(messages.withLock { $0 }.filter { $0 == "still streaming" }.count == 1)
+        #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems)")
+        session.disconnect()
+    }
+
+    // MARK: TLS
+
+    @Test("wss through the proxy: TLS records split at every byte, then a reset inside a record: a typed error, a reconnect",
+          arguments: [TLSRecordReading.direct, .openSSL])
+    func tlsDribbleAndResetMidRecord(reading: TLSRecordReading) async throws {
+        let certificates = try await ChaosCertificates.make()
+        defer { certificates.remove() }
+        let server = try makeFixtureLikeServer(configuration: fastHeartbeat)
+        defer { server.stop() }
+        let relay = try TLSRelay(certificates: certificates, upstreamPort: server.port)
+        defer { relay.stop() }
+        let proxy = try FaultProxy(upstreamPort: relay.port, plan: .always(.dribble(chunk: 1, pause: .zero)))
+        defer { proxy.stop() }
+        let transport = RecordingTransport(WebSocketTransport(configuration: .init(
+            tls: TLSConfiguration(additionalTrustRoots: [.file(certificates.ca)], recordReading: reading))))
+        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "https://127.0.0.1:\(proxy.port)")!,
+                                                         reconnectPolicy: chaosReconnectPolicy),
+                                      transport: transport)
+        let watch = SessionWatch(session)
+        let root = session.channel("/")
+        try await session.connect()
+        try await root.subscribed()
+        let payload: JSONValue = ["text": .string(String(repeating: "record ", count: 5_000))]   // 35 KB: three records
+        #expect(try await root.request("echo", payload, timeout: .seconds(30)) == [payload])
+        let firstID = session.connectionID
+
+        // The next answer starts a fresh record; 100 bytes into it the link is reset.
+        proxy.inject(.reset(afterBytes: 100, direction: .downstream))
+        let cut = await bounded(.seconds(30)) { try await root.request("echo", payload, timeout: .seconds(20)) }
+        switch cut {
+        case .failure(let error as RealtimeError)?: #expect(error.code == .connectionClosed, "\(error)")
+        default: Issue.record("the request cut by the reset: \(String(describing: cut))")
+        }
+        let closures = transport.closures.withLock { $0 }
+        let failure = closures.compactMap { if case .failed(let error) = $0.kind { error } else { nil } }.first
+        #expect(failure?.code == .transportFailed || failure?.code == .tlsFailed, "\(closures)")
+        print("wss reset inside a record (\(reading)): \(failure.map(String.init(describing:)) ?? "no failure")")
+        #expect(await eventually(timeout: .seconds(20)) {
+            session.state == .connected && session.connectionID != firstID && root.state.isSubscribed
+        }, "state \(session.state)")
+        #expect(try await root.request("sum", [20, 22], timeout: .seconds(20)) == [["sum": 42]])
+        #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems)")
+        session.disconnect()
+    }
+}
