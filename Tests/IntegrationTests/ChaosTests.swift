@@ -264,6 +264,44 @@ struct ChaosTests {
         session.disconnect()
     }
 
+    @Test("Socket.IO: refused, reset, closed and stalled inside the handshakes, connect() still succeeds on the fifth connection")
+    func faultsInsideHandshakes() async throws {
+        let server = try makeFixtureLikeServer(configuration: fastHeartbeat)
+        defer { server.stop() }
+        // Upstream the upgrade request is ~250 bytes; downstream the 101 answer ~130 and the Engine.IO open ~100.
+        let proxy = try FaultProxy(upstream: server.url, plan: .sequence([
+            .refuse, .reset(afterBytes: 60, direction: .downstream), .close(afterBytes: 40, direction: .upstream),
+            .stall(afterBytes: 100, direction: .upstream),
+        ]))
+        defer { proxy.stop() }
+        let transport = RecordingTransport(WebSocketTransport())
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"],
+                                                         reconnectPolicy: chaosReconnectPolicy,
+                                                         connectTimeout: .seconds(1)),
+                                      transport: transport, options: SessionOptions(connectTimeout: .seconds(1)))
+        let watch = SessionWatch(session)
+        let chat = session.channel("/chat")
+        let connected = await bounded(.seconds(30)) { try await session.connect() }
+        guard case .success? = connected else {
+            Issue.record("connect() through four broken handshakes: \(String(describing: connected)); \(proxy.records)")
+            return
+        }
+        try await chat.subscribed()
+        #expect(try await chat.request("sum", [1, 1], timeout: .seconds(5)) == [["sum": 2]])
+        #expect(proxy.acceptedCount == 5, "\(proxy.records)")
+        #expect(watch.reconnects == 4)
+        // Each broken attempt ended with a typed failure during open; the stalled one by the connect timeout.
+        let failures = transport.closures.withLock { $0 }.prefix(4).map { closure -> String in
+            if case .failed(let error) = closure.kind { return "\(error.code)\(closure.duringOpen ? "" : " (after open)")" }
+            return "\(closure.kind)"
+        }
+        print("handshake faults ended as: \(failures)")
+        #expect(failures.count == 4 && failures.prefix(3).allSatisfy { $0 == "transport-failed" || $0 == "handshake-invalid" },
+                "\(failures)")
+        #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems)")
+        session.disconnect()
+    }
+
     // MARK: Seeded chaos run
 
     @Test("Socket.IO chaos: random faults per connection and on the fly while 200 requests and a numbered stream run")
@@ -291,9 +329,11 @@ struct ChaosTests {
         let proxy = try FaultProxy(upstream: server.url, plan: plan)
         defer { proxy.stop() }
         let transport = RecordingTransport(WebSocketTransport())
+        // Short connect timeouts: a stall inside a handshake costs 2 s, not 20.
         let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"],
-                                                         reconnectPolicy: chaosReconnectPolicy),
-                                      transport: transport)
+                                                         reconnectPolicy: chaosReconnectPolicy,
+                                                         connectTimeout: .seconds(2)),
+                                      transport: transport, options: SessionOptions(connectTimeout: .seconds(2)))
         let watch = SessionWatch(session)
         let channels = [session.channel("/"), session.channel("/chat")]
         let ticks = Locked<[Int64]>([])
