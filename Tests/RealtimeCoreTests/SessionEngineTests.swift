@@ -462,10 +462,11 @@ struct SessionEngineTests {
         #expect(harness.peers.count == 1)
     }
 
-    @Test("a transport failure with invalidArgument is terminal whatever the dialect says")
-    func invalidArgumentIsTerminal() async throws {
+    @Test("a transport failure with invalidArgument or unsupported is terminal whatever the dialect says",
+          arguments: [RealtimeError.Code.invalidArgument, .unsupported])
+    func invalidArgumentIsTerminal(_ code: RealtimeError.Code) async throws {
         let transport = InMemoryTransport(autoAccept: false) { peer in
-            peer.fail(RealtimeError(.invalidArgument, "ws:// to a remote host needs the insecure opt-in"))
+            peer.fail(RealtimeError(code, "a setup that will not work next time either"))
         }
         let clock = ManualClock()
         let session = RealtimeSession(dialect: LineDialect(), transport: transport,
@@ -475,7 +476,7 @@ struct SessionEngineTests {
             Issue.record("expected failed, got \(session.state)")
             return
         }
-        #expect(error.code == .invalidArgument)
+        #expect(error.code == code)
         clock.advance(by: .seconds(60))
         #expect(transport.peers.count == 1)
     }

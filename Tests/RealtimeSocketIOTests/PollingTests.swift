@@ -1,6 +1,7 @@
 import Foundation
 import RealtimeCore
 @testable import RealtimeSocketIO
+import RealtimeTesting
 import Testing
 
 /// Drives `EngineIOPolling` with scripted HTTP answers and probe events.
@@ -218,5 +219,39 @@ struct PollingTests {
         #expect(error.code == .invalidArgument)
         #expect(closure.duringOpen)
         #expect(events.withLock { $0.count } == 1)
+    }
+}
+
+/// A transport that only reports a TLS policy of its own; polling must not reach the server around it.
+private struct PinningTransport: RealtimeTransport {
+    var customizesTLSTrust: Bool { true }
+    func open(_ request: ConnectionRequest,
+              handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        InMemoryTransport().open(request, handler: handler)
+    }
+}
+
+@Suite("Socket.IO polling and the transport's TLS policy")
+struct PollingTLSPolicyTests {
+    @Test("https polling is refused, for good, when the session's transport pins or adds roots",
+          arguments: [[SocketIODialect.Transport.polling], [.polling, .websocket]])
+    func httpsPollingRefused(_ transports: [SocketIODialect.Transport]) async throws {
+        let dialect = SocketIODialect.socketIO(url: URL(string: "https://chat.example.com")!, transports: transports)
+        let session = RealtimeSession(dialect: dialect, transport: PinningTransport(),
+                                      options: SessionOptions(delivery: .inline, clock: ManualClock()))
+        await #expect(throws: RealtimeError.self) { try await session.connect() }
+        guard case .failed(let error) = session.state else {
+            Issue.record("expected failed, got \(session.state)")
+            return
+        }
+        #expect(error.code == .unsupported)
+        #expect(error.message.contains("transports: [.websocket]"))
+    }
+
+    @Test("a transport without a TLS policy of its own reports none, and the WebSocket transport is kept as is")
+    func notRefused() {
+        #expect(!InMemoryTransport().customizesTLSTrust)
+        let websocket = SocketIODialect.socketIO(url: URL(string: "https://chat.example.com")!)
+        #expect(websocket.transport(wrapping: PinningTransport()) is PinningTransport)
     }
 }

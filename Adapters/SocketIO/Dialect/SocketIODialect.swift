@@ -150,11 +150,15 @@ public struct SocketIODialect: RealtimeDialect {
     }
 
     /// `base` for WebSocket sessions; for polling, an Engine.IO long-polling transport over `URLSession`
-    /// that upgrades to `base` when `transports` is `[.polling, .websocket]`.
+    /// that upgrades to `base` when `transports` is `[.polling, .websocket]`. When `base` has a TLS trust
+    /// policy of its own (pins, extra roots), polling over `https` fails with `.unsupported`, since
+    /// `URLSession` would not apply it: use `transports: [.websocket]` then.
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport {
         switch initialTransport {
         case .websocket: return base
-        case .polling: return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil)
+        case .polling:
+            return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil,
+                                            mustHonourTLSTrustOf: base.customizesTLSTrust)
         }
     }
 

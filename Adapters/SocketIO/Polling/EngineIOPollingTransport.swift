@@ -11,10 +11,14 @@ import RealtimeCore
 struct EngineIOPollingTransport: RealtimeTransport {
     /// The WebSocket transport to upgrade to; `nil` stays on polling.
     var upgradeTransport: (any RealtimeTransport)?
+    /// The session's transport verifies servers its own way (pins, extra roots), which `URLSession`
+    /// cannot: `https` polling is refused rather than let it bypass that.
+    var mustHonourTLSTrustOf = false
 
     func open(_ request: ConnectionRequest,
               handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
-        let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport, handler: handler)
+        let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport,
+                                           refusesHTTPS: mustHonourTLSTrustOf, handler: handler)
         connection.start()
         return connection
     }
@@ -35,16 +39,18 @@ private final class PollingConnection: TransportConnection {
 
     private let request: ConnectionRequest
     private let upgradeTransport: (any RealtimeTransport)?
+    private let refusesHTTPS: Bool
     private let handler: @Sendable (TransportEvent) -> Void
     private let machine: Locked<EngineIOPolling>
     private let mailbox = Locked(Mailbox())
     private let io = Locked(IO())
     private let session: URLSession
 
-    init(request: ConnectionRequest, upgradeTransport: (any RealtimeTransport)?,
+    init(request: ConnectionRequest, upgradeTransport: (any RealtimeTransport)?, refusesHTTPS: Bool,
          handler: @escaping @Sendable (TransportEvent) -> Void) {
         self.request = request
         self.upgradeTransport = upgradeTransport
+        self.refusesHTTPS = refusesHTTPS
         self.handler = handler
         machine = Locked(EngineIOPolling(request: request, upgrade: upgradeTransport != nil))
         let configuration = URLSessionConfiguration.ephemeral
@@ -54,7 +60,7 @@ private final class PollingConnection: TransportConnection {
     }
 
     func start() {
-        if let error = Self.insecureTransportError(request) {
+        if let error = Self.insecureTransportError(request) ?? tlsPolicyError() {
             io.withLock { $0.finished = true }
             session.finishTasksAndInvalidate()
             handler(.closed(TransportClosure(.failed(error), duringOpen: true)))
@@ -67,6 +73,12 @@ private final class PollingConnection: TransportConnection {
     func close(code: Int, reason: String) { submit(.close(code: code, reason: reason)) }
     func abort() { submit(.abort) }
     func setReadingPaused(_ paused: Bool) { submit(.setReadingPaused(paused)) }
+
+    private func tlsPolicyError() -> RealtimeError? {
+        guard refusesHTTPS, request.url.scheme?.lowercased() == "https" else { return nil }
+        return RealtimeError(.unsupported, "long-polling runs on URLSession, which cannot apply the transport's "
+                             + "TLS pins or roots; use transports: [.websocket]", context: .init(detail: request.url.host))
+    }
 
     private static func insecureTransportError(_ request: ConnectionRequest) -> RealtimeError? {
         guard request.url.scheme?.lowercased() == "http", !request.allowsInsecureTransportToRemoteHosts else { return nil }

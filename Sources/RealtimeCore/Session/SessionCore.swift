@@ -543,9 +543,9 @@ struct SessionCore: Sendable {
 
     private mutating func connectionEnded(_ closure: TransportClosure, effects: inout [EngineEffect]) {
         var end = machine.connectionEnded(closure)
-        if case .failed(let error) = closure.kind, error.code == .invalidArgument {
-            end = .terminal(error)   // a request that cannot be made will not work next time either
-        }
+        if case .failed(let error) = closure.kind, [.invalidArgument, .unsupported].contains(error.code) {
+            end = .terminal(error)   // a request that cannot be made, or a setup the transport cannot
+        }                            // honour, will not work next time either
         lastEndDescription = Self.describe(closure)
         effects.append(.log(.info, "connection ended: \(lastEndDescription)"))
         phase = .idle

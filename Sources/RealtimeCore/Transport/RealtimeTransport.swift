@@ -115,4 +115,13 @@ public protocol RealtimeTransport: Sendable {
     /// one `closed`; never two calls at once (it may be called before `open` returns).
     func open(_ request: ConnectionRequest,
               handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection
+
+    /// True when the transport verifies servers with a TLS policy of its own (extra roots, public-key
+    /// pins, or no system roots). Whatever reaches the same server another way — Socket.IO's long-polling
+    /// over `URLSession` — then refuses `https` rather than bypass that policy.
+    var customizesTLSTrust: Bool { get }
+}
+
+extension RealtimeTransport {
+    public var customizesTLSTrust: Bool { false }
 }

@@ -105,6 +105,12 @@ public final class WebSocketTransport: RealtimeTransport {
                                                handler: handler)
     }
 
+    /// True with extra roots, pins or without the system roots (see ``RealtimeTransport/customizesTLSTrust``).
+    public var customizesTLSTrust: Bool {
+        let tls = configuration.tls
+        return !tls.additionalTrustRoots.isEmpty || !tls.pinnedPublicKeys.isEmpty || !tls.trustsSystemRoots
+    }
+
     /// The group connections run on (for tests).
     var groupForTesting: Result<EventLoopGroup, RealtimeError> { group }
 
