@@ -17,6 +17,11 @@ public final class NetworkWebSocketTransport: RealtimeTransport {
         self.configuration = configuration
     }
 
+    /// True with pins or custom roots: this transport refuses them, and long-polling must not bypass them.
+    public var customizesTLSTrust: Bool {
+        NetworkWebSocketConnection.unsupportedTLSSetting(configuration.tls) != nil
+    }
+
     public func open(_ request: ConnectionRequest,
                      handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
         let connection = NetworkWebSocketConnection(configuration: configuration, handler: handler)
@@ -249,7 +254,7 @@ final class NetworkWebSocketConnection: TransportConnection {
     }
 
     /// The first TLS setting this transport cannot honour, if any.
-    private static func unsupportedTLSSetting(_ tls: TLSConfiguration) -> String? {
+    static func unsupportedTLSSetting(_ tls: TLSConfiguration) -> String? {
         if !tls.pinnedPublicKeys.isEmpty { return "pinnedPublicKeys" }
         if !tls.additionalTrustRoots.isEmpty { return "additionalTrustRoots" }
         if !tls.trustsSystemRoots { return "trustsSystemRoots = false" }
