@@ -218,7 +218,9 @@ public final class FaultProxy: Sendable {
     /// direction: .downstream)` resets after 100 more bytes reach the client. `.dribble` and `.latency`
     /// change how the rest is forwarded; `.pass` lifts cuts not reached yet, dribble and latency;
     /// `.refuse` closes at once.
-    public func inject(_ fault: Fault) { shared.controlAll { $0.injected.append(fault) } }
+    public func inject(_ fault: Fault) {
+        shared.controlAll { $0.injected.append(.init(fault: fault, offsets: $0.forwarded)) }
+    }
 
     /// Stops listening and closes every connection; returns once every proxy thread has ended.
     public func stop() { shared.stop() }
@@ -363,11 +365,18 @@ struct ProxyBehaviour {
 /// One proxied connection, run by its own thread with non-blocking sockets and `poll`.
 final class ProxyConnection: Sendable {
     enum End { case reset, close }
-    /// What the controls ask of the connection thread.
+    /// A fault injected live, with the bytes forwarded each way (upstream, downstream) when it was injected.
+    struct Injection {
+        var fault: Fault
+        var offsets: [Int]
+    }
+
+    /// What the controls ask of the connection thread, and what it forwarded so far (upstream, downstream).
     struct Control {
         var stalled = false
         var end: End?
-        var injected: [Fault] = []
+        var injected: [Injection] = []
+        var forwarded = [0, 0]
     }
 
     /// One direction: bytes read from `source` wait in `pending` until written to `destination`.
@@ -422,18 +431,26 @@ final class ProxyConnection: Sendable {
             }
         }
 
+        /// Applies the faults injected since the last look, offsets counted from when each was injected;
+        /// `false` when one asks to close at once.
+        func absorbInjected() -> Bool {
+            let injected = control.withLock { control -> [Injection] in
+                defer { control.injected = [] }
+                return control.injected
+            }
+            for injection in injected {
+                if injection.fault == .refuse { return false }
+                behaviour.apply(injection.fault) { injection.offsets[$0 == .upstream ? 0 : 1] }
+            }
+            return true
+        }
+
         while true {
             // Controls first: an end, a stall, faults injected on the fly.
-            let request = control.withLock { control -> Control in
-                defer { control.injected = [] }
-                return control
-            }
+            let request = control.withLock { $0 }
             if let end = request.end { return finish(end) }
             if shared.isStopped { return finish(.close) }
-            for fault in request.injected {
-                if fault == .refuse { return finish(.close) }
-                behaviour.apply(fault) { direction in pipes[direction == .upstream ? 0 : 1].forwarded }
-            }
+            guard absorbInjected() else { return finish(.close) }
             // A cut whose offset is reached applies before anything more moves.
             for index in pipes.indices {
                 guard let cut = behaviour.nextCut(pipes[index].direction), pipes[index].forwarded >= cut.afterBytes
@@ -495,21 +512,34 @@ final class ProxyConnection: Sendable {
                         return finish(.reset)  // the peer reset: pass it on
                     }
                 } else {
+                    // A fault injected while this thread waited in poll counts before this write.
+                    guard absorbInjected() else { return finish(.close) }
                     var size = min(pipe.waiting, behaviour.chunk ?? pipe.waiting)
-                    if let cut { size = min(size, max(0, cut.afterBytes - pipe.forwarded)) }
-                    guard size > 0 else { continue }
-                    let written = pipe.pending.withUnsafeBytes {
-                        ProxySocket.write(pipe.destination, $0.baseAddress! + pipe.start, size)
+                    if let cut = behaviour.nextCut(pipe.direction) {
+                        size = min(size, max(0, cut.afterBytes - pipe.forwarded))
+                    }
+                    guard size > 0 else { continue }  // the cut applies at the top of the loop
+                    // Written and counted under the control lock (the write does not block): whatever the
+                    // peer may have read is counted before a live control can look at the counts.
+                    let (written, error) = control.withLock { control -> (Int, Int32) in
+                        let written = pipe.pending.withUnsafeBytes {
+                            ProxySocket.write(pipe.destination, $0.baseAddress! + pipe.start, size)
+                        }
+                        let error = errno
+                        if written > 0 {
+                            control.forwarded[pipe.direction == .upstream ? 0 : 1] += written
+                            shared.counted(written, pipe.direction)
+                        }
+                        return (written, error)
                     }
                     if written > 0 {
                         pipe.start += written
                         pipe.forwarded += written
-                        shared.counted(written, pipe.direction)
                         if pipe.waiting == 0 { pipe.pending = [] ; pipe.start = 0 }
                         if behaviour.chunk != nil, behaviour.pause > .zero {
                             usleep(UInt32(max(1, behaviour.pause.seconds * 1_000_000)))
                         }
-                    } else if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+                    } else if written < 0 && error != EAGAIN && error != EWOULDBLOCK && error != EINTR {
                         return finish(.reset)
                     }
                 }
