@@ -458,6 +458,10 @@ struct ChaosTests {
         #expect(handledIDs.count == handledSet.count, "a request handled twice by the server; \(context)")
         let delivered = ticks.withLock { $0 }
         #expect(delivered.count == Set(delivered).count, "a server event delivered twice; \(context)")
+        // One counter, emitted in order: delivered in wire order, and nothing from a connection the session
+        // already left after the next one's events.
+        let disorder = zip(delivered, delivered.dropFirst()).filter { $0 >= $1 }
+        #expect(disorder.isEmpty, "ticks out of order: \(disorder.prefix(5)); \(context)")
         #expect(!watch.failed, "\(context)")
         #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems); \(context)")
         #expect(watch.reconnects >= 1, "the chaos did not break a single connection; \(context)")
