@@ -471,6 +471,78 @@ struct ChaosTests {
         session.disconnect()
     }
 
+    @Test("Action Cable chaos (embedded server): ten rooms joined while connections break; all confirmed at the end, each broadcast heard once")
+    func actionCableChaosRun() async throws {
+        let seed = ProcessInfo.processInfo.environment["REALTIME_CHAOS_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        // Action Cable notices a dead link only after 6 s without a frame: stalls become resets here.
+        let random = FaultPlan.random(seed: seed, faultyConnections: 10, maximumOffset: 1_500)
+        let plan = FaultPlan("\(random), stalls as resets") { index in
+            if case .stall(let bytes, let direction) = random.fault(forConnection: index) {
+                return .reset(afterBytes: bytes, direction: direction)
+            }
+            return random.fault(forConnection: index)
+        }
+        print("chaos (action cable): \(plan) (rerun with REALTIME_CHAOS_SEED=\(seed))")
+        let server = ActionCableEmbeddedServerTests.makeServer()
+        let listener = try server.listen()
+        defer { listener.stop() }
+        let upstream = URL(string: "ws://127.0.0.1:\(listener.port)/cable?token=valid-alice")!
+        let proxy = try FaultProxy(upstream: upstream, plan: plan)
+        defer { proxy.stop() }
+        let session = RealtimeSession(dialect: .actionCable(url: proxy.url(for: upstream), reconnectPolicy: chaosReconnectPolicy),
+                                      transport: WebSocketTransport(), options: SessionOptions(connectTimeout: .seconds(2)))
+        let watch = SessionWatch(session)
+        let heard = Locked<[String: [JSONValue]]>([:])
+        session.onAny { event in heard.withLock { $0[event.channel?.description ?? "", default: []].append(event.data) } }
+        session.start()
+
+        let rooms = (1...10).map { ChannelID("EchoChannel", params: ["room_id": .integer(Int64($0))]) }
+        let driver = Task.detached {
+            var generator = SeededRandomNumberGenerator(seed: seed ^ 0xCAB1E)
+            for _ in 0..<6 {
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 100...400, using: &generator)))
+                if Bool.random(using: &generator) {
+                    proxy.resetAll()
+                } else {
+                    proxy.inject(.reset(afterBytes: Int.random(in: 0...400, using: &generator), direction: .downstream))
+                }
+            }
+        }
+        for room in rooms {   // joined one by one while the driver breaks connections
+            _ = session.channel(room)
+            try await Task.sleep(for: .milliseconds(60))
+        }
+        await driver.value
+        // Faults stop; the open connection is reset once, so the session ends on a clean one (Action Cable has
+        // no connection id: a connection accepted after the reset tells).
+        proxy.plan = .pass
+        let accepted = proxy.acceptedCount
+        proxy.resetAll()
+        let context = "\(plan); connections \(proxy.records); state \(session.state)"
+        let settled = await eventually(timeout: .seconds(20)) {
+            session.state == .connected && proxy.acceptedCount > accepted
+                && rooms.allSatisfy { session.channel($0).state.isSubscribed }
+        }
+        #expect(settled, "rooms \(rooms.map { session.channel($0).state }); \(context)")
+        #expect(await eventually { server.connectedUsers == ["alice"] }, "server sees \(server.connectedUsers); \(context)")
+        for index in rooms.indices { server.broadcast(to: "echo:\(index + 1)", ["n": .integer(Int64(index + 1))]) }
+        let everyRoomOnce = await eventually(timeout: .seconds(10)) {
+            let heard = heard.withLock { $0 }
+            return rooms.enumerated().allSatisfy { heard[$0.element.description]?.contains(["n": .integer(Int64($0.offset + 1))]) == true }
+        }
+        #expect(everyRoomOnce, "heard \(heard.withLock { $0 }); \(context)")
+        try await Task.sleep(for: .milliseconds(200))   // room for a duplicate to show up
+        for (index, room) in rooms.enumerated() {
+            let copies = heard.withLock { $0[room.description] ?? [] }.filter { $0 == ["n": .integer(Int64(index + 1))] }.count
+            #expect(copies == 1, "\(room) heard its broadcast \(copies) times; \(context)")
+        }
+        #expect(!watch.failed, "\(context)")
+        #expect(watch.stateSequenceProblems.isEmpty, "\(watch.stateSequenceProblems); \(context)")
+        print("chaos (action cable): seed \(seed): \(proxy.acceptedCount) connections, \(watch.reconnects) reconnects")
+        session.disconnect()
+    }
+
     // MARK: Real servers
 
     @Test("python-socketio through the proxy: a reset mid-burst reconnects and re-joins both namespaces",
