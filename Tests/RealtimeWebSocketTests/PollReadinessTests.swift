@@ -4,60 +4,34 @@ import Testing
 @testable import RealtimeWebSocket
 
 /// The `poll(2)` loop and pipe waker that Apple platforms use, run here on Linux: clients and servers on
-/// `poll` groups, through the same scenarios the epoll tests cover.
+/// `poll` groups. Paused reading and abrupt peers run on both APIs in TransportLoopbackTests and
+/// TransportErrorTests.
 @Suite("Event loops on poll(2)")
 struct PollReadinessTests {
-    func pollGroup(threads: Int = 1) throws -> EventLoopGroup {
-        let group = try EventLoopGroup(threadCount: threads, readiness: .poll)
+    func pollGroup() throws -> EventLoopGroup {
+        let group = try EventLoopGroup(threadCount: 1, readiness: .poll)
         #expect(group.loops.allSatisfy { $0.readiness == .poll })
         return group
     }
 
-    @Test("ws echo in order, then a clean close handshake, with both ends on poll")
-    func echoAndClose() async throws {
+    /// An echo server and a client transport, each on its own poll loop, stopped after `body`.
+    func withPollEcho(server configuration: WebSocketServer.Configuration = .init(),
+                      client: WebSocketTransport.Configuration = .init(),
+                      _ body: (WebSocketServer, WebSocketTransport) async throws -> Void) async throws {
         let serverGroup = try pollGroup()
         defer { serverGroup.shutdown() }
-        let server = try makeEchoServer(group: serverGroup)
-        defer { server.stop() }
-        let clientGroup = try pollGroup()
-        defer { clientGroup.shutdown() }
-        let events = EventQueue<TransportEvent>()
-        let connection = WebSocketTransport(group: clientGroup).open(ConnectionRequest(url: server.url)) {
-            events.push($0)
-        }
-        #expect(await events.next()?.isOpened == true)
-        let sent: [TransportFrame] = (0..<500).map { .text("message \($0)") } + [.binary(Data(count: 1 << 20))]
-        connection.send(sent)
-        var received: [TransportFrame] = []
-        while received.count < sent.count, let event = await events.next() { received += event.frames ?? [] }
-        #expect(received == sent)
-        connection.close(code: 1000, reason: "bye")
-        let (_, closure) = await drainUntilClosed(events)
-        #expect(closure?.kind == .closedLocally(code: 1000, reason: "bye"))
-    }
-
-    @Test("wss echo with both ends on poll, records read directly and by OpenSSL",
-          arguments: [TLSRecordReading.direct, .openSSL])
-    func echoOverTLS(reading: TLSRecordReading) async throws {
-        let certificates = try TLSTestCertificates.shared.get()
-        let serverGroup = try pollGroup()
-        defer { serverGroup.shutdown() }
-        let configuration = WebSocketServer.Configuration(
-            tls: TLSServerConfiguration(certificateChain: .file(certificates.leafCertificate),
-                                        privateKey: .file(certificates.leafKey), recordReading: reading))
         let server = try makeEchoServer(group: serverGroup, configuration: configuration)
         defer { server.stop() }
         let clientGroup = try pollGroup()
         defer { clientGroup.shutdown() }
-        let transport = WebSocketTransport(
-            configuration: .init(tls: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)],
-                                                       recordReading: reading)),
-            group: clientGroup)
+        try await body(server, WebSocketTransport(configuration: client, group: clientGroup))
+    }
+
+    /// Sends `sent`, expects it echoed in order, then closes with a handshake.
+    func echo(_ sent: [TransportFrame], over transport: WebSocketTransport, to url: URL) async throws {
         let events = EventQueue<TransportEvent>()
-        let connection = transport.openConnection(
-            ConnectionRequest(url: URL(string: "wss://localhost:\(server.port)/")!)) { events.push($0) }
+        let connection = transport.openConnection(ConnectionRequest(url: url)) { events.push($0) }
         #expect(await events.next()?.isOpened == true)
-        let sent: [TransportFrame] = (0..<1_000).map { .text("secret \($0)") } + [.binary(Data(count: 300_000))]
         connection.send(sent)
         var received: [TransportFrame] = []
         while received.count < sent.count, let event = await events.next() { received += event.frames ?? [] }
@@ -68,75 +42,52 @@ struct PollReadinessTests {
         #expect(closure?.kind == .closedLocally(code: 1000, reason: "done"))
     }
 
+    @Test("ws echo in order, a ping, then a clean close handshake, with both ends on poll")
+    func echoAndClose() async throws {
+        try await withPollEcho { server, transport in
+            let sent: [TransportFrame] = (0..<500).map { .text("message \($0)") } + [.binary(Data(count: 1 << 20))]
+            try await echo(sent, over: transport, to: server.url)
+        }
+    }
+
+    @Test("wss echo with both ends on poll, records read directly and by OpenSSL",
+          arguments: [TLSRecordReading.direct, .openSSL])
+    func echoOverTLS(reading: TLSRecordReading) async throws {
+        let certificates = try TLSTestCertificates.shared.get()
+        let server = WebSocketServer.Configuration(
+            tls: TLSServerConfiguration(certificateChain: .file(certificates.leafCertificate),
+                                        privateKey: .file(certificates.leafKey), recordReading: reading))
+        let client = WebSocketTransport.Configuration(
+            tls: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)], recordReading: reading))
+        try await withPollEcho(server: server, client: client) { server, transport in
+            let sent: [TransportFrame] = (0..<1_000).map { .text("secret \($0)") } + [.binary(Data(count: 300_000))]
+            try await echo(sent, over: transport, to: URL(string: "wss://localhost:\(server.port)/")!)
+        }
+    }
+
     @Test("200 connections share one poll loop; each gets its own echoes back")
     func manyConnectionsOneLoop() async throws {
-        let serverGroup = try pollGroup()
-        defer { serverGroup.shutdown() }
-        let server = try makeEchoServer(group: serverGroup)
-        defer { server.stop() }
-        let clientGroup = try pollGroup()
-        defer { clientGroup.shutdown() }
-        let transport = WebSocketTransport(group: clientGroup)
-        let count = 200
-        let queues = (0..<count).map { _ in EventQueue<TransportEvent>() }
-        let connections = (0..<count).map { index in
-            transport.open(ConnectionRequest(url: server.url)) { queues[index].push($0) }
+        try await withPollEcho { server, transport in
+            let count = 200
+            let queues = (0..<count).map { _ in EventQueue<TransportEvent>() }
+            let connections = (0..<count).map { index in
+                transport.open(ConnectionRequest(url: server.url)) { queues[index].push($0) }
+            }
+            for (index, connection) in connections.enumerated() {
+                connection.send([.text("to \(index)"), .text("again \(index)")])
+            }
+            for (index, queue) in queues.enumerated() {
+                #expect(await queue.next()?.isOpened == true)
+                var frames: [TransportFrame] = []
+                while frames.count < 2, let event = await queue.next() { frames += event.frames ?? [] }
+                #expect(frames == [.text("to \(index)"), .text("again \(index)")])
+            }
+            for connection in connections { connection.close(code: 1000, reason: "") }
+            for queue in queues {
+                let (_, closure) = await drainUntilClosed(queue)
+                #expect(closure?.kind == .closedLocally(code: 1000, reason: ""))
+            }
         }
-        for (index, connection) in connections.enumerated() {
-            connection.send([.text("to \(index)"), .text("again \(index)")])
-        }
-        for (index, queue) in queues.enumerated() {
-            #expect(await queue.next()?.isOpened == true)
-            var frames: [TransportFrame] = []
-            while frames.count < 2, let event = await queue.next() { frames += event.frames ?? [] }
-            #expect(frames == [.text("to \(index)"), .text("again \(index)")])
-        }
-        for connection in connections { connection.close(code: 1000, reason: "") }
-        for queue in queues {
-            let (_, closure) = await drainUntilClosed(queue)
-            #expect(closure?.kind == .closedLocally(code: 1000, reason: ""))
-        }
-    }
-
-    @Test("paused reading holds messages back on poll until resumed")
-    func pausedReading() async throws {
-        let server = try makeEchoServer()
-        defer { server.stop() }
-        let clientGroup = try pollGroup()
-        defer { clientGroup.shutdown() }
-        let events = EventQueue<TransportEvent>()
-        let connection = WebSocketTransport(group: clientGroup).open(ConnectionRequest(url: server.url)) {
-            events.push($0)
-        }
-        #expect(await events.next()?.isOpened == true)
-        connection.setReadingPaused(true)
-        connection.send((0..<50).map { .text("m\($0)") })
-        #expect(await events.next(timeout: 0.3) == nil)
-        connection.setReadingPaused(false)
-        var received: [TransportFrame] = []
-        while received.count < 50, let event = await events.next() { received += event.frames ?? [] }
-        #expect(received == (0..<50).map { .text("m\($0)") })
-        connection.abort()
-    }
-
-    @Test("a peer that vanishes without a close frame is reported as 1006 on poll")
-    func abruptPeer() async throws {
-        let server = try RawServer { peer in
-            peer.acceptUpgrade()
-            peer.write([0x81, 0x02, 0x68, 0x69])  // "hi"
-        }
-        defer { server.stop() }
-        let clientGroup = try pollGroup()
-        defer { clientGroup.shutdown() }
-        let events = EventQueue<TransportEvent>()
-        let connection = WebSocketTransport(group: clientGroup).open(ConnectionRequest(url: server.url)) {
-            events.push($0)
-        }
-        let (frames, closure) = await drainUntilClosed(events)
-        #expect(frames == [.text("hi")])
-        #expect(closure?.closeCode == 1006)
-        #expect(closure?.error?.code == .transportFailed)
-        withExtendedLifetime(connection) {}
     }
 
     @Test("loop timers and cross-thread tasks run on a poll loop woken through its pipe")

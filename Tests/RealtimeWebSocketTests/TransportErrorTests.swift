@@ -120,15 +120,18 @@ struct TransportErrorTests {
         #expect(closure?.duringOpen == false)
     }
 
-    @Test("the peer dropping the socket without a close frame is a transport failure (1006)")
-    func droppedWithoutClose() async throws {
+    @Test("the peer dropping the socket without a close frame is a transport failure (1006), on epoll and poll",
+          arguments: [ReadinessAPI.epoll, .poll])
+    func droppedWithoutClose(_ readiness: ReadinessAPI) async throws {
         let server = try RawServer { peer in
             peer.acceptUpgrade()
             peer.write([0x81, 0x02, 0x68, 0x69])  // "hi"
         }
         defer { server.stop() }
+        let group = try EventLoopGroup(threadCount: 1, readiness: readiness)
+        defer { group.shutdown() }
         let events = EventQueue<TransportEvent>()
-        let connection = WebSocketTransport().open(ConnectionRequest(url: server.url)) { events.push($0) }
+        let connection = WebSocketTransport(group: group).open(ConnectionRequest(url: server.url)) { events.push($0) }
         let (frames, closure) = await drainUntilClosed(events)
         withExtendedLifetime(connection) {}
         #expect(frames == [.text("hi")])

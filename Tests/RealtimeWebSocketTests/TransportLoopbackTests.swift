@@ -101,12 +101,15 @@ struct TransportBehaviourTests {
         #expect(closure?.kind == .closedLocally(code: 1001, reason: "leaving"))
     }
 
-    @Test("paused reading delivers nothing until resumed, then everything in order")
-    func pausedReading() async throws {
+    @Test("paused reading delivers nothing until resumed, then everything in order, on epoll and poll",
+          arguments: [ReadinessAPI.epoll, .poll])
+    func pausedReading(_ readiness: ReadinessAPI) async throws {
         let server = try makeEchoServer()
         defer { server.stop() }
+        let group = try EventLoopGroup(threadCount: 1, readiness: readiness)
+        defer { group.shutdown() }
         let events = EventQueue<TransportEvent>()
-        let connection = WebSocketTransport().open(ConnectionRequest(url: server.url)) { events.push($0) }
+        let connection = WebSocketTransport(group: group).open(ConnectionRequest(url: server.url)) { events.push($0) }
         #expect(await events.next()?.isOpened == true)
         connection.setReadingPaused(true)
         connection.send((0..<50).map { .text("m\($0)") })
