@@ -15,6 +15,7 @@ public enum FaultDirection: Sendable, Hashable, CustomStringConvertible {
     /// From the upstream server back to the client.
     case downstream
 
+    /// `upstream` or `downstream`.
     public var description: String { self == .upstream ? "upstream" : "downstream" }
 }
 
@@ -44,6 +45,7 @@ public indirect enum Fault: Sendable, Hashable, CustomStringConvertible {
     /// Several faults on the same connection (for example dribble and a reset); the first cut reached wins.
     case combined([Fault])
 
+    /// The fault as written in Swift, for failure messages.
     public var description: String {
         switch self {
         case .pass: "pass"
@@ -145,18 +147,23 @@ public struct FaultPlan: Sendable, CustomStringConvertible {
 /// proxy.resetAll()          // the session sees a reset; its next attempt is refused, the one after passes
 /// ```
 ///
-/// Blocking sockets, one thread per connection: made for a handful of test connections, not for load.
+/// One thread per connection polling its two sockets: made for a handful of test connections, not for load.
 public final class FaultProxy: Sendable {
     /// One accepted connection and the fault it got.
     public struct Record: Sendable, Hashable, CustomStringConvertible {
+        /// 0 for the first connection accepted.
         public var index: Int
+        /// What the plan chose for it.
         public var fault: Fault
+        /// `#index: fault`.
         public var description: String { "#\(index): \(fault)" }
     }
 
     /// The port the proxy listens on (127.0.0.1).
     public let port: Int
+    /// Where accepted connections are forwarded.
     public let upstreamHost: String
+    /// The upstream port.
     public let upstreamPort: Int
     private let shared: ProxyShared
 
