@@ -184,70 +184,35 @@ struct FaultProxyTests {
         #expect(same(bytes, payload), "\(fault)")
     }
 
-    @Test("close(afterBytes:) upstream: the server reads exactly that many bytes, then EOF")
-    func closeUpstreamCutsExactly() async throws {
+    @Test("close/reset(afterBytes:): exactly that many bytes pass in that direction, then EOF or ECONNRESET",
+          arguments: [Fault.close(afterBytes: 1_000, direction: .upstream), .reset(afterBytes: 600, direction: .upstream),
+                      .close(afterBytes: 1_234, direction: .downstream), .reset(afterBytes: 777, direction: .downstream)])
+    func cutsExactly(fault: Fault) async throws {
+        let (count, ending, direction): (Int, String, FaultDirection)
+        switch fault {
+        case .close(let bytes, let way): (count, ending, direction) = (bytes, "eof", way)
+        case .reset(let bytes, let way): (count, ending, direction) = (bytes, "ECONNRESET", way)
+        default: preconditionFailure("a cut")
+        }
         let echo = try TCPEchoServer()
         defer { echo.stop() }
-        let proxy = try FaultProxy(upstreamPort: echo.port, plan: .always(.close(afterBytes: 1_000, direction: .upstream)))
+        let proxy = try FaultProxy(upstreamPort: echo.port, plan: .always(fault))
         defer { proxy.stop() }
         let client = try RawClient(port: proxy.port)
         defer { client.close() }
         let payload = randomBytes(5_000)
         client.write(payload)
-        let (bytes, ending) = client.read()
-        #expect(ending == "eof")
-        #expect(bytes.count <= 1_000 && same(bytes, payload.prefix(bytes.count)))
-        #expect(await eventually { echo.connections.first.map { $0.ending != "open" } ?? false })
-        #expect(echo.connections == [.init(received: 1_000, ending: "eof")])
-        #expect(proxy.bytesForwarded(.upstream) == 1_000)
-    }
-
-    @Test("close(afterBytes:) downstream: the client reads exactly that many bytes, then EOF")
-    func closeDownstreamCutsExactly() async throws {
-        let echo = try TCPEchoServer()
-        defer { echo.stop() }
-        let proxy = try FaultProxy(upstreamPort: echo.port, plan: .always(.close(afterBytes: 1_234, direction: .downstream)))
-        defer { proxy.stop() }
-        let client = try RawClient(port: proxy.port)
-        defer { client.close() }
-        let payload = randomBytes(5_000)
-        client.write(payload)
-        let (bytes, ending) = client.read()
-        #expect(ending == "eof")
-        #expect(same(bytes, payload.prefix(1_234)))
-        #expect(proxy.bytesForwarded(.downstream) == 1_234)
-    }
-
-    @Test("reset(afterBytes:) downstream: exactly that many bytes reach the client, then ECONNRESET")
-    func resetDownstreamCutsExactly() async throws {
-        let echo = try TCPEchoServer()
-        defer { echo.stop() }
-        let proxy = try FaultProxy(upstreamPort: echo.port, plan: .always(.reset(afterBytes: 777, direction: .downstream)))
-        defer { proxy.stop() }
-        let client = try RawClient(port: proxy.port)
-        defer { client.close() }
-        let payload = randomBytes(5_000)
-        client.write(payload)
-        let (bytes, ending) = client.read()
-        #expect(ending == "ECONNRESET")
-        #expect(same(bytes, payload.prefix(777)))
-        #expect(proxy.bytesForwarded(.downstream) == 777)
-    }
-
-    @Test("reset(afterBytes:) upstream: the server reads exactly that many bytes, then ECONNRESET")
-    func resetUpstreamCutsExactly() async throws {
-        let echo = try TCPEchoServer()
-        defer { echo.stop() }
-        let proxy = try FaultProxy(upstreamPort: echo.port, plan: .always(.reset(afterBytes: 600, direction: .upstream)))
-        defer { proxy.stop() }
-        let client = try RawClient(port: proxy.port)
-        defer { client.close() }
-        client.write(randomBytes(5_000))
-        let (bytes, ending) = client.read()
-        #expect(ending == "ECONNRESET")
-        #expect(bytes.count <= 600)
-        #expect(await eventually { echo.connections.first.map { $0.ending != "open" } ?? false })
-        #expect(echo.connections == [.init(received: 600, ending: "ECONNRESET")])
+        let (bytes, clientEnding) = client.read()
+        #expect(clientEnding == ending)
+        #expect(proxy.bytesForwarded(direction) == count)
+        if direction == .downstream {
+            #expect(same(bytes, payload.prefix(count)))
+        } else {
+            // The server saw exactly `count` bytes; the client got back at most those.
+            #expect(bytes.count <= count && same(bytes, payload.prefix(bytes.count)))
+            #expect(await eventually { echo.connections.first.map { $0.ending != "open" } ?? false })
+            #expect(echo.connections == [.init(received: count, ending: ending)])
+        }
     }
 
     @Test("stall(afterBytes:): nothing more is forwarded either way while both sockets stay open; resume delivers the rest")

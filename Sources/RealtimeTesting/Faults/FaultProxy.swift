@@ -7,6 +7,7 @@ import Musl
 #endif
 import Foundation
 import RealtimeCore
+import RealtimeWebSocket
 
 /// Which way bytes travel through a ``FaultProxy``.
 public enum FaultDirection: Sendable, Hashable, CustomStringConvertible {
@@ -677,15 +678,8 @@ enum ProxySocket {
         _ = close(second)
     }
 
-    static func close(_ fd: Int32) -> Int32 {
-        #if canImport(Glibc)
-        Glibc.close(fd)
-        #elseif canImport(Darwin)
-        Darwin.close(fd)
-        #else
-        Musl.close(fd)
-        #endif
-    }
+    @discardableResult
+    static func close(_ fd: Int32) -> Int32 { SocketIO.closeFD(fd) }
 }
 
 private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> Int32 {
