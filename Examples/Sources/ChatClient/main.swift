@@ -35,3 +35,6 @@ while let line = readLine() {
     try await room.send("message", ["text": .string(line)])
 }
 session.disconnect()
+// Handlers run on the session's queue: wait until it is really disconnected before the process ends.
+for await state in session.states where state == .disconnected { break }
+print("bye")

@@ -37,6 +37,6 @@ cat "$work/client.out"
 [ "$status" = 0 ] || fail "ChatClient exited with $status"
 grep -q '^\[connected\]' "$work/client.out" || fail "ChatClient never printed [connected]"
 grep -q '^welcome: ' "$work/client.out" || fail "ChatClient never printed the server's welcome event"
-grep -q '^\[disconnected\]' "$work/client.out" || fail "ChatClient did not disconnect at the end of its input"
+grep -q '^bye$' "$work/client.out" || fail "ChatClient did not reach .disconnected at the end of its input"
 if grep -q '^\[error\]' "$work/client.out"; then fail "ChatClient reported an error"; fi
 echo "examples: passed"
