@@ -137,6 +137,9 @@ package final class TLS13RecordReader {
         if handshakeBytes.isEmpty { handshakeBytes = [] }
     }
 
+    /// True while the start of a record waits for the rest.
+    package var holdsPartialRecord: Bool { !partialRecord.isEmpty }
+
     /// Decrypts every complete record in `bytes` in place (after the partial record kept from the last
     /// call) and hands each record's plaintext to `deliver`, which returns false to stop reading. The
     /// plaintext stays where the ciphertext was, so the bytes of one socket read are touched once by the

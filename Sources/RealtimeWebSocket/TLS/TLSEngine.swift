@@ -519,6 +519,12 @@ package final class TLSEngine {
         ERR_clear_error()
     }
 
+    /// True when the start of a record is buffered without its end: a stream ending now was cut inside it.
+    package var holdsPartialRecord: Bool {
+        if let directReader { return directReader.holdsPartialRecord }
+        return !heldRecordBytes.isEmpty || realtime_BIO_ctrl_pending(incoming) > 0 || SSL_has_pending(ssl) == 1
+    }
+
     /// The direct reader's sequence number and key-update count (for tests).
     package var directReadState: (sequenceNumber: UInt64, keyUpdates: Int)? {
         directReader.map { ($0.sequenceNumber, $0.keyUpdates) }

@@ -465,8 +465,11 @@ final class WebSocketChannel: LoopHandler {
                 // We asked to close and the peer dropped the socket instead of answering: still our close.
                 finish(TransportClosure(.closedLocally(code: localClose.code, reason: localClose.reason)), in: context)
             } else {
-                fail(RealtimeError(.transportFailed, "the connection closed without a close frame",
-                                   context: .init(closeCode: 1006)), in: context)
+                let midRecord = tls?.holdsPartialRecord == true
+                fail(RealtimeError(.transportFailed, "the connection closed without a close frame"
+                                   + (midRecord ? ", in the middle of a TLS record" : ""),
+                                   context: .init(closeCode: 1006, detail: midRecord ? "TLS record cut short" : nil)),
+                     in: context)
             }
         }
     }
