@@ -10,10 +10,13 @@ case "json":
     try await JSONBenchmark.run(arguments: rest)
 case "transport":
     try await TransportBenchmark.run(arguments: rest)
+case "session":
+    try await SessionBenchmark.run(arguments: rest)
 case "all":
     try await JSONBenchmark.run(arguments: rest)
+    try await SessionBenchmark.run(arguments: rest)
     try await TransportBenchmark.run(arguments: rest)
 default:
-    FileHandle.standardError.write(Data("usage: realtime-bench [json|transport|all]\n".utf8))
+    FileHandle.standardError.write(Data("usage: realtime-bench [json|session|transport|all]\n".utf8))
     exit(2)
 }
