@@ -158,7 +158,7 @@ public struct SocketIODialect: RealtimeDialect {
         case .websocket: return base
         case .polling:
             return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil,
-                                            mustHonourTLSTrustOf: base.customizesTLSTrust)
+                                            refusesHTTPS: base.customizesTLSTrust)
         }
     }
 

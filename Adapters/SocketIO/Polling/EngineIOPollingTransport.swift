@@ -13,12 +13,12 @@ struct EngineIOPollingTransport: RealtimeTransport {
     var upgradeTransport: (any RealtimeTransport)?
     /// The session's transport verifies servers its own way (pins, extra roots), which `URLSession`
     /// cannot: `https` polling is refused rather than let it bypass that.
-    var mustHonourTLSTrustOf = false
+    var refusesHTTPS = false
 
     func open(_ request: ConnectionRequest,
               handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
         let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport,
-                                           refusesHTTPS: mustHonourTLSTrustOf, handler: handler)
+                                           refusesHTTPS: refusesHTTPS, handler: handler)
         connection.start()
         return connection
     }

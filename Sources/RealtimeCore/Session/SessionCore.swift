@@ -210,11 +210,17 @@ struct SessionCore: Sendable {
             runMachine(effects: &effects) { $0.workFinished(id, result: result, actions: &$1) }
         case .networkPath(let available):
             networkAvailable = available
-            if available { networkPathAvailable(effects: &effects) } else { networkPathLost(effects: &effects) }
+            if !available {
+                networkPathLost(effects: &effects)
+            } else if case .connected = state {
+                probeLink(effects: &effects)  // a change of interface often kills a socket silently
+            } else {
+                reconnectNow(effects: &effects)
+            }
         case .reconnectNow:
             reconnectNow(effects: &effects)
         case .checkLink:
-            probeLink(effects: &effects)
+            if case .reconnecting = state { retryNow(effects: &effects) } else { probeLink(effects: &effects) }
         }
     }
 
@@ -250,26 +256,13 @@ struct SessionCore: Sendable {
                 endConnectionLocally(TransportClosure(.failed(error)), effects: &effects)
             }
             cancel(.reconnect, effects: &effects)
-            cancel(.handshake, effects: &effects)
             setState(.waitingForNetwork, effects: &effects)
         case .initialized, .waitingForNetwork, .disconnected, .failed:
             break
         }
     }
 
-    /// A path (back, or through another interface): connect now if waiting; otherwise make sure the open
-    /// connection still works, since a change of interface often kills a socket silently.
-    private mutating func networkPathAvailable(effects: inout [EngineEffect]) {
-        switch state {
-        case .waitingForNetwork, .reconnecting:
-            retryNow(effects: &effects)
-        case .connected:
-            probeLink(effects: &effects)
-        case .initialized, .connecting, .disconnected, .failed:
-            break
-        }
-    }
-
+    /// Retries at once while waiting to reconnect (or for the network); nothing otherwise.
     private mutating func reconnectNow(effects: inout [EngineEffect]) {
         switch state {
         case .reconnecting, .waitingForNetwork:
@@ -291,10 +284,7 @@ struct SessionCore: Sendable {
     /// Sends the dialect's ping now (client-ping dialects) or checks the server's last sign of life
     /// against its deadline (server-ping dialects); a dead link ends as a liveness timeout.
     private mutating func probeLink(effects: inout [EngineEffect]) {
-        guard case .open(let connection, true) = phase else {
-            if case .reconnecting = state { retryNow(effects: &effects) }
-            return
-        }
+        guard case .open(let connection, true) = phase else { return }
         switch liveness {
         case .none:
             return

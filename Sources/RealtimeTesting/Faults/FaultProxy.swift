@@ -175,8 +175,8 @@ public final class FaultProxy: Sendable {
     public init(upstreamHost: String = "127.0.0.1", upstreamPort: Int, plan: FaultPlan = .pass) throws(RealtimeError) {
         self.upstreamHost = upstreamHost
         self.upstreamPort = upstreamPort
-        let (fd, port) = try ProxySocket.listenOnLoopback()
-        self.port = port
+        let (fd, address) = try SocketIO.listen(host: "127.0.0.1", port: 0, backlog: 128)
+        port = address.port
         shared = ProxyShared(plan: plan, upstreamHost: upstreamHost, upstreamPort: upstreamPort)
         shared.startAccepting(fd)
     }
@@ -569,29 +569,6 @@ enum ProxySocket {
     static let streamType = Int32(SOCK_STREAM.rawValue)
     static let sendFlags = Int32(MSG_NOSIGNAL)
     #endif
-
-    static func listenOnLoopback() throws(RealtimeError) -> (fd: Int32, port: Int) {
-        let fd = socket(AF_INET, streamType, 0)
-        guard fd >= 0 else { throw failure("socket") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 128) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else {
-            let error = failure("bind/listen")
-            _ = close(fd)
-            throw error
-        }
-        return (fd, Int(UInt16(bigEndian: address.sin_port)))
-    }
 
     static func failure(_ call: String) -> RealtimeError {
         RealtimeError(.transportFailed, "fault proxy: \(call) failed",

@@ -18,9 +18,7 @@ public final class NetworkWebSocketTransport: RealtimeTransport {
     }
 
     /// True with pins or custom roots: this transport refuses them, and long-polling must not bypass them.
-    public var customizesTLSTrust: Bool {
-        NetworkWebSocketConnection.unsupportedTLSSetting(configuration.tls) != nil
-    }
+    public var customizesTLSTrust: Bool { configuration.tls.customizesTrust }
 
     public func open(_ request: ConnectionRequest,
                      handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {

@@ -79,6 +79,12 @@ public struct TLSConfiguration: Sendable, Hashable {
         self.pinnedPublicKeys = pinnedPublicKeys
     }
 
+    /// True with extra roots, pins or without the system roots: a trust policy a plain `URLSession` (or
+    /// Network.framework's defaults) would not apply.
+    var customizesTrust: Bool {
+        !additionalTrustRoots.isEmpty || !pinnedPublicKeys.isEmpty || !trustsSystemRoots
+    }
+
     /// The pins as 32-byte hashes; throws `.invalidArgument` for one that is not a base64 SHA-256 hash.
     func decodedPins() throws(RealtimeError) -> Set<[UInt8]> {
         var pins: Set<[UInt8]> = []

@@ -6,12 +6,10 @@ extension WebSocketTransport {
     ///
     /// Both speak WebSocket through the same handshake and codec; only the byte stream underneath differs.
     public static func platformDefault(configuration: Configuration = Configuration()) -> any RealtimeTransport {
-        #if canImport(COpenSSL)
-        return WebSocketTransport(configuration: configuration)
-        #elseif canImport(Network)
+        #if !canImport(COpenSSL) && canImport(Network)
         return NetworkWebSocketTransport(configuration: configuration)
         #else
-        return WebSocketTransport(configuration: configuration)  // ws:// only: no TLS library here
+        return WebSocketTransport(configuration: configuration)  // without OpenSSL: ws:// only
         #endif
     }
 }

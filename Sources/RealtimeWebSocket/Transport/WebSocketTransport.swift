@@ -106,10 +106,7 @@ public final class WebSocketTransport: RealtimeTransport {
     }
 
     /// True with extra roots, pins or without the system roots (see ``RealtimeTransport/customizesTLSTrust``).
-    public var customizesTLSTrust: Bool {
-        let tls = configuration.tls
-        return !tls.additionalTrustRoots.isEmpty || !tls.pinnedPublicKeys.isEmpty || !tls.trustsSystemRoots
-    }
+    public var customizesTLSTrust: Bool { configuration.tls.customizesTrust }
 
     /// The group connections run on (for tests).
     var groupForTesting: Result<EventLoopGroup, RealtimeError> { group }
