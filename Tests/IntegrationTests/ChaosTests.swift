@@ -13,8 +13,9 @@ import Testing
 let chaosReconnectPolicy = ReconnectPolicy(initialDelay: .milliseconds(50), multiplier: 2,
                                            maximumDelay: .milliseconds(400), jitter: .none)
 
-/// The embedded server's heartbeat at 300 ms + 600 ms: a silent link is declared dead in about a second.
-let fastHeartbeat = SocketIOServer.Configuration(pingInterval: .milliseconds(300), pingTimeout: .milliseconds(600))
+/// The embedded server's heartbeat at 1 s + 2 s (the python fixture's): a silent link is declared dead in
+/// about three seconds, and a healthy one under a loaded CI machine is not (300 ms + 600 ms once dropped one).
+let fastHeartbeat = SocketIOServer.Configuration(pingInterval: .seconds(1), pingTimeout: .seconds(2))
 
 extension ChannelState {
     /// Confirmed by the server, whatever the dialect says about recovery.
@@ -277,8 +278,8 @@ struct ChaosTests {
         let transport = RecordingTransport(WebSocketTransport())
         let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"],
                                                          reconnectPolicy: chaosReconnectPolicy,
-                                                         connectTimeout: .seconds(1)),
-                                      transport: transport, options: SessionOptions(connectTimeout: .seconds(1)))
+                                                         connectTimeout: .seconds(3)),
+                                      transport: transport, options: SessionOptions(connectTimeout: .seconds(3)))
         let watch = SessionWatch(session)
         let chat = session.channel("/chat")
         let connected = await bounded(.seconds(30)) { try await session.connect() }
