@@ -35,7 +35,7 @@ final class RailsCableServer: Sendable {
     }
 
     /// Starts puma and waits until `GET /health` answers (at most `timeout`).
-    static func start(timeout: Duration = .seconds(20)) async throws -> RailsCableServer {
+    static func start(timeout: Duration = .seconds(60)) async throws -> RailsCableServer {
         guard let puma = executable("puma") else { throw ActionCableLiveError("puma not found") }
         let port = try freePort()
         let logPath = NSTemporaryDirectory() + "actioncable-puma-\(port).log"

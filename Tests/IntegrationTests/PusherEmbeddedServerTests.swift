@@ -23,7 +23,7 @@ enum PusherLive {
 }
 
 /// Polls `condition` every 10 ms for up to `seconds`.
-func pusherWait(_ description: String, seconds: Double = 5, sourceLocation: SourceLocation = #_sourceLocation,
+func pusherWait(_ description: String, seconds: Double = 15, sourceLocation: SourceLocation = #_sourceLocation,
                 _ condition: () -> Bool) async {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {

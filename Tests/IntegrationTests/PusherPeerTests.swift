@@ -104,7 +104,7 @@ struct PusherPeerTests {
         defer { peer.stop() }
         peer.write(JSONValue.array(cases).serialized())
         peer.closeInput()
-        await pusherWait("SDK answers", seconds: 20) { !peer.output.isEmpty }
+        await pusherWait("SDK answers", seconds: 60) { !peer.output.isEmpty }
         let answers = peer.output.first?.arrayValue ?? []
         #expect(answers.count == cases.count)
         for (item, answer) in zip(cases, answers) {
@@ -170,7 +170,7 @@ struct PusherPeerTests {
     func httpEndpoint() async throws {
         let auth = try PusherPythonPeer(["auth-server", PusherLive.key, PusherLive.secret])
         defer { auth.stop() }
-        await pusherWait("auth server", seconds: 20) { auth.lines.contains { $0.hasPrefix("READY ") } }
+        await pusherWait("auth server", seconds: 60) { auth.lines.contains { $0.hasPrefix("READY ") } }
         let port = try #require(auth.lines.first { $0.hasPrefix("READY ") }.flatMap { Int($0.dropFirst(6)) })
         let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
         func session(token: String) -> RealtimeSession {
@@ -223,7 +223,7 @@ struct PusherPeerTests {
              "plain": .string(Data(item.plain).base64EncodedString())]
         }).serialized())
         peer.closeInput()
-        await pusherWait("PyNaCl answers", seconds: 20) { !peer.output.isEmpty }
+        await pusherWait("PyNaCl answers", seconds: 60) { !peer.output.isEmpty }
         let boxes = peer.output.first?.arrayValue ?? []
         #expect(boxes.count == cases.count)
         for (item, box) in zip(cases, boxes) {
