@@ -134,14 +134,14 @@ struct ActionCableIntegrationTests {
         let alice = CableLiveClient(server, token: "valid-alice",
                                    guarantor: .init(interval: .milliseconds(200), maximumAttempts: 5))
         try await alice.session.connect()
-        let started = ContinuousClock.now
         do {
             _ = try await alice.join("NoSuchChannel")
             Issue.record("an unknown channel cannot be confirmed")
         } catch let error as RealtimeError {
+            // The configured cap (5 sends), not the default (20), ended it.
             #expect(error.code == .timedOut)
+            #expect(error.message.hasPrefix("no answer to 5 subscribe commands"), "\(error)")
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
         _ = try await alice.join(cableRoom42)
         #expect(alice.session.state == .connected)
     }

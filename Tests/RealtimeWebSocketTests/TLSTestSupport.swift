@@ -121,7 +121,7 @@ final class OpenSSLServer {
         try process.run()
         // s_server block-buffers its "ACCEPT" line when stdout is not a terminal, so wait for the port
         // itself: an external process's readiness, not a timing assertion.
-        for _ in 0..<500 {
+        for _ in 0..<2_000 {   // up to 20 s on a loaded machine
             if Self.canConnect(port: port) { return }
             if !process.isRunning { break }
             usleep(10_000)
