@@ -41,15 +41,8 @@ struct CodecRewindTests {
         #expect(codec.hasSentClose)
         // Pongs for both pings, each written once, then the close reply: read back as the server would
         // (the frames are masked with random keys, so their bytes cannot be matched directly).
-        var server = WebSocketCodec(role: .server)
-        let written = receive(&server, output + rest.output).events.map { event -> String in
-            switch event {
-            case .pong(let payload): "pong \(payload)"
-            case .closed(let code, _): "close \(code.map(String.init) ?? "-")"
-            default: "\(event)"
-            }
-        }
-        #expect(written == ["pong [7]", "pong [8]", "close 1000"])
+        #expect(peerEvents(of: output + rest.output, peerRole: .server)
+                == [.pong([7]), .pong([8]), .closed(code: 1000, reason: "")])
     }
 
     @Test("a message straddling reads, then invalid UTF-8: rewinding keeps the message and fails again after it")
