@@ -266,7 +266,7 @@ public struct ActionCableMachine: DialectMachine {
             actions.append(.send(ActionCableCommand.message(identifier, data: data)))
         } catch {
             // `validate` refuses these at the call site; this only guards direct use of the machine.
-            actions.append(.reportError(error))
+            actions.append(.refuseSend(error))
         }
     }
 

@@ -62,6 +62,9 @@ extension Array where Element == DialectAction {
     var reported: [RealtimeError] {
         compactMap { if case .reportError(let error) = $0 { return error } else { return nil } }
     }
+    var refusedSends: [RealtimeError] {
+        compactMap { if case .refuseSend(let error) = $0 { return error } else { return nil } }
+    }
     var startedTimers: [TimerKey: Duration] {
         var timers: [TimerKey: Duration] = [:]
         for case .startTimer(let key, let delay) in self { timers[key] = delay }
@@ -276,7 +279,7 @@ struct ActionCableMachineTests {
         // A message the dialect's validate would refuse is reported instead of sent.
         let refused = driver.command(.send(OutgoingMessage(channel: echo42, event: "speak", arguments: ["hi"])))
         #expect(refused.sentTexts.isEmpty)
-        #expect(refused.reported.map(\.code) == [.invalidArgument])
+        #expect(refused.refusedSends.map(\.code) == [.invalidArgument])
     }
 
     @Test("requests and custom commands resolve with .unsupported")

@@ -60,8 +60,58 @@ struct SessionEngineTests {
         #expect(harness.session.state == .reconnecting(attempt: 4, delay: .seconds(8)))
         harness.clock.advance(by: .seconds(8))          // attempt 4 succeeds
         #expect(harness.session.state == .connected)
+        harness.clock.advance(by: .seconds(10))         // and stays up for the stability window
         harness.peers[4].drop()
         #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+    }
+
+    @Test("a connection that ends inside the stability window counts as a failed attempt")
+    func unstableConnectionKeepsCounting() async throws {
+        let harness = EngineHarness()
+        try await harness.session.connect()
+        harness.clock.advance(by: .seconds(10))
+        harness.peers[0].drop()
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        harness.clock.advance(by: .seconds(1))          // welcomed again...
+        #expect(harness.session.state == .connected)
+        harness.clock.advance(by: .seconds(9))
+        harness.peers[1].drop()                         // ...but dropped 1 ms before it proved stable
+        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2)))
+    }
+
+    @Test("a server that welcomes and then breaks the link runs into maximumAttempts")
+    func welcomeThenBreakHitsTheLimit() async throws {
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(300), multiplier: 1, maximumDelay: .seconds(1),
+                                     jitter: .none, maximumAttempts: 3)
+        let harness = EngineHarness(dialect: LineDialect(policy: policy), script: { _ in
+            EngineHarness.welcome() + [.drop]
+        })
+        harness.session.start()
+        harness.clock.advance(by: .seconds(60))
+        #expect(harness.peers.count == 4)               // the first connection and 3 attempts, no more
+        guard case .failed(let error) = harness.session.state else {
+            Issue.record("expected failed, got \(harness.session.state)")
+            return
+        }
+        #expect(error.code == .sessionFailed)
+        #expect(error.message.contains("3 reconnect attempts"))
+        #expect(harness.stateLog.filter { $0 == .connected }.count == 4)
+    }
+
+    @Test("a repeated 42xx close reconnects at once only after a stable connection")
+    func repeatedImmediateBacksOff() async throws {
+        let policy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(8),
+                                     jitter: .none)
+        let harness = EngineHarness(dialect: LineDialect(policy: policy), script: { _ in EngineHarness.welcome() })
+        try await harness.session.connect()
+        harness.clock.advance(by: .seconds(10))
+        harness.peers[0].close(code: 4200, reason: "reconnect")
+        #expect(harness.peers.count == 2)               // at once: the first connection was stable
+        harness.peers[1].close(code: 4200, reason: "reconnect")
+        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2)))
+        #expect(harness.peers.count == 2)
+        harness.clock.advance(by: .seconds(2))
+        #expect(harness.peers.count == 3)
     }
 
     @Test("a 42xx close reconnects immediately; a 41xx close honours the dialect's minimum")
@@ -74,6 +124,7 @@ struct SessionEngineTests {
         #expect(harness.peers.count == 2)
         #expect(harness.session.state == .connected)
         #expect(harness.stateLog.contains(.reconnecting(attempt: 1, delay: .zero)))
+        harness.clock.advance(by: .seconds(10))
         harness.peers[1].close(code: 4100, reason: "over capacity")
         #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
         harness.clock.advance(by: .milliseconds(500))
@@ -415,6 +466,36 @@ struct SessionEngineTests {
         let work = queued.withLock { queue in defer { queue = [] }; return queue }
         for item in work { item() }
         #expect(count.withLock { $0 } == 20)
+        #expect(!peer.isReadingPaused)
+        withExtendedLifetime(session) {}
+    }
+
+    @Test("large events behind a slow consumer pause reading at the byte budget, whatever their count")
+    func byteBudget() async throws {
+        let queued = Locked<[@Sendable () -> Void]>([])
+        let transport = InMemoryTransport()
+        let clock = ManualClock()
+        let session = RealtimeSession(
+            dialect: LineDialect(), transport: transport,
+            options: SessionOptions(delivery: .custom { work in queued.withLock { $0.append(work) } },
+                                    deliveryByteBudget: 4 << 20, clock: clock))
+        let count = Locked(0)
+        session.on("m") { _ in count.withLock { $0 += 1 } }
+        session.start()
+        let peer = await transport.peer(0)
+        peer.send(text: #"{"t":"welcome"}"#)
+        let big = String(repeating: "x", count: 1 << 20)
+        let frame = TransportFrame.text(#"{"t":"ev","name":"m","data":"\#(big)"}"#)
+        for _ in 0..<3 { peer.send([frame]) }
+        #expect(!peer.isReadingPaused)                  // 3 MiB: under the budget
+        peer.send([frame, frame])
+        #expect(peer.isReadingPaused)                   // 5 events only, but 5 MiB
+        #expect(session.deliveryBacklog.events == 5)
+        #expect(session.deliveryBacklog.bytes > 5 << 20)
+        let work = queued.withLock { queue in defer { queue = [] }; return queue }
+        for item in work { item() }
+        #expect(count.withLock { $0 } == 5)
+        #expect(session.deliveryBacklog.events == 0 && session.deliveryBacklog.bytes == 0)
         #expect(!peer.isReadingPaused)
         withExtendedLifetime(session) {}
     }

@@ -99,6 +99,10 @@ extension Array where Element == DialectAction {
         compactMap { if case .reportError(let error) = $0 { return error } else { return nil } }
     }
 
+    var refusedSends: [RealtimeError] {
+        compactMap { if case .refuseSend(let error) = $0 { return error } else { return nil } }
+    }
+
     var closes: [(code: Int, reason: String)] {
         compactMap { if case .close(let code, let reason) = $0 { return (code, reason) } else { return nil } }
     }

@@ -352,7 +352,7 @@ struct MachineEventTests {
         #expect(actions.sentFrames.isEmpty)
         #expect(actions.resolutions.first.map { (try? $0.1.get()) == nil } == true)
         let send = harness.command(.send(OutgoingMessage(channel: "/chat", event: "a", arguments: [])))
-        #expect(send.reportedErrors.map(\.code) == [.channelUnavailable])
+        #expect(send.refusedSends.map(\.code) == [.channelUnavailable])
     }
 
     @Test func serverAskedAcksCarryATokenAndAreAnsweredOnce() throws {
@@ -398,7 +398,7 @@ struct MachineEventTests {
         let big = OutgoingMessage(channel: "/", event: "big", arguments: [.string(String(repeating: "x", count: 100))])
         let sent = harness.command(.send(big))
         #expect(sent.sentFrames.isEmpty)
-        #expect(sent.reportedErrors.map(\.code) == [.limitExceeded])
+        #expect(sent.refusedSends.map(\.code) == [.limitExceeded])
         let request = harness.command(.request(big, RequestID(1)))
         #expect(request.sentFrames.isEmpty)
         #expect(request.resolutions.count == 1)

@@ -66,6 +66,20 @@ struct SessionTests {
         session.disconnect()
     }
 
+    @Test func aSendOverTheServersMaxPayloadThrows() async throws {
+        let (session, transport, _, _) = makeSession(auth: nil)
+        try await session.connect()
+        let root = session.channel("/")
+        try await root.subscribed()
+        let error = await #expect(throws: RealtimeError.self) {
+            try await root.send("big", .string(String(repeating: "x", count: 200_000)))
+        }
+        #expect(error?.code == .limitExceeded)
+        try await root.send("small", "fits")
+        #expect(transport.peers[0].receivedTexts.last == #"42["small","fits"]"#)
+        session.disconnect()
+    }
+
     @Test func refusedAuthFailsTheChannelWithTheServerPayload() async throws {
         let (session, _, _, _) = makeSession(auth: ["token": "wrong"], requiredToken: "secret")
         let chat = session.channel("/chat")

@@ -295,13 +295,13 @@ public struct SocketIOMachine: DialectMachine {
 
         case .send(let message):
             guard let name = connectedNamespace(message.channel) else {
-                actions.append(.reportError(notConnected(message.channel)))
+                actions.append(.refuseSend(notConnected(message.channel)))
                 return
             }
             let packet = SocketIOPacket(kind: .event, namespace: name,
                                         payload: .array([.string(message.event)] + message.arguments))
             if let error = sizeError(packet, channel: message.channel) {
-                actions.append(.reportError(error))
+                actions.append(.refuseSend(error))
                 return
             }
             send(packet, actions: &actions)

@@ -117,7 +117,8 @@ public enum DialectCommand: Sendable {
 public enum ConnectionEnd: Sendable, Hashable {
     /// Do not reconnect; the session fails with this error.
     case terminal(RealtimeError)
-    /// Reconnect at once (the policy's attempt count still grows).
+    /// Reconnect at once when the connection that ended had proved stable (see
+    /// ``ReconnectPolicy/stabilityWindow``); otherwise after the policy's delay. The attempt count grows.
     case reconnectImmediately
     /// Reconnect after the policy's delay, but never sooner than `minimum`.
     case backoff(minimum: Duration)
@@ -176,6 +177,9 @@ public enum DialectAction: Sendable {
     /// Ends the session for good: the engine closes the connection (code 1000), resets the machine
     /// through `connectionEnded`, and fails the session with `error` without asking how to go on.
     case fail(RealtimeError)
+    /// The `.send` command being handled was not written (too large, channel not joined on the
+    /// server): the app's `send` call fails with `error` instead of reporting success.
+    case refuseSend(RealtimeError)
     /// Reports an error to the app's error observers without closing.
     case reportError(RealtimeError)
     /// Writes a log line (already free of secrets).

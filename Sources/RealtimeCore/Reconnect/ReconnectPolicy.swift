@@ -24,10 +24,15 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var maximumElapsed: Duration?
     /// `false` disables reconnection: every unexpected end fails the session.
     public var isEnabled: Bool
+    /// How long a connection must stay up after its handshake before it counts as healthy. Only then do
+    /// the attempt count and the elapsed time start over; a connection the server ends sooner counts as
+    /// one more failed attempt, so a server that welcomes and then breaks the link still runs into
+    /// `maximumAttempts` and `maximumElapsed`, and its delays keep growing. `.zero` trusts every handshake.
+    public var stabilityWindow: Duration
 
     public init(initialDelay: Duration = .seconds(1), multiplier: Double = 2, maximumDelay: Duration = .seconds(30),
                 jitter: Jitter = .full, maximumAttempts: Int? = nil, maximumElapsed: Duration? = nil,
-                isEnabled: Bool = true) {
+                isEnabled: Bool = true, stabilityWindow: Duration = .seconds(10)) {
         self.initialDelay = initialDelay
         self.multiplier = multiplier
         self.maximumDelay = maximumDelay
@@ -35,6 +40,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
         self.maximumAttempts = maximumAttempts
         self.maximumElapsed = maximumElapsed
         self.isEnabled = isEnabled
+        self.stabilityWindow = stabilityWindow
     }
 
     /// Never reconnect.

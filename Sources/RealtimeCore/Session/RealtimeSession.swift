@@ -37,6 +37,11 @@ public final class RealtimeSession: Sendable {
     /// Sends and requests waiting for the connection or for their channel.
     public var bufferedSendCount: Int { engine.bufferedSendCount }
 
+    /// Events received and waiting for their handlers, and the bytes behind them. Reading from the socket
+    /// pauses while this exceeds `SessionOptions.deliveryHighWatermark` or `deliveryByteBudget`. Always
+    /// zero with `.inline` delivery.
+    public var deliveryBacklog: DeliveryBacklog { engine.deliveryBacklog }
+
     /// The dialect's short name.
     public var dialectName: String { engine.dialectName }
 

@@ -32,13 +32,16 @@ enum EngineTimer: Hashable, Sendable {
     case reconnect
     case handshake
     case liveness
+    /// The connection has stayed up long enough to count as healthy.
+    case stability
     case sendDeadline(UInt64)
     case requestDeadline(RequestID)
     case dialect(TimerKey)
 }
 
 enum Delivery: Sendable {
-    case event(RealtimeEvent, connection: UInt64)
+    /// `bytes`: the received frames behind the event, counted against the delivery byte budget.
+    case event(RealtimeEvent, connection: UInt64, bytes: Int)
     case state(ConnectionState, ConnectionState)
     case error(RealtimeError)
 }
@@ -114,6 +117,10 @@ struct SessionCore: Sendable {
     private var liveness: LivenessRule = .none
     private var lastReceivedAt: Duration = .zero
     private var pingSentAt: Duration?
+    /// Bytes of frames received since the last delivered event, charged to the next one.
+    private var unchargedBytes = 0
+    /// Set when the machine refuses the `.send` it is handling.
+    private var sendRefusal: RealtimeError?
     private var actions: [DialectAction] = []
     private var lastEndDescription = ""
     /// What the app last reported of the network path; attempts wait while it is `false`.
@@ -441,8 +448,7 @@ struct SessionCore: Sendable {
             return
         }
         if canSendNow(on: message.channel) {
-            runMachine(effects: &effects) { $0.handle(.send(message), actions: &$1) }
-            effects.append(.complete { completion(.success(())) })
+            sendNow(message, completion, effects: &effects)
             return
         }
         if message.volatile {
@@ -459,6 +465,16 @@ struct SessionCore: Sendable {
         channels[message.channel]?.queue.append(BufferedSend(message: message, kind: .send(serial: serial, completion)))
         bufferedCount += 1
         schedule(.sendDeadline(serial), after: sendTimeout, effects: &effects)
+    }
+
+    /// Hands `message` to the machine and completes the send with what the machine made of it.
+    private mutating func sendNow(_ message: OutgoingMessage, _ completion: @escaping Completion<Void>,
+                                  effects: inout [EngineEffect]) {
+        sendRefusal = nil
+        runMachine(effects: &effects) { $0.handle(.send(message), actions: &$1) }
+        let result: Result<Void, RealtimeError> = sendRefusal.map { .failure($0) } ?? .success(())
+        sendRefusal = nil
+        effects.append(.complete { completion(result) })
     }
 
     private mutating func request(_ message: OutgoingMessage, timeout: Duration,
@@ -522,6 +538,7 @@ struct SessionCore: Sendable {
             guard case .open = phase else { return }
             lastReceivedAt = now
             for frame in frames {
+                unchargedBytes += frame.byteCount
                 runMachine(effects: &effects) { $0.received(frame, actions: &$1) }
                 // A dialect may close, or the machine may have failed the session, mid-batch.
                 guard currentConnection == connection else { return }
@@ -563,8 +580,10 @@ struct SessionCore: Sendable {
         for timer in timerSerials.keys {
             if case .dialect = timer { cancel(timer, effects: &effects) }
         }
+        cancel(.stability, effects: &effects)
         liveness = .none
         pingSentAt = nil
+        unchargedBytes = 0
         connectionID = nil
         for channel in channelOrder {
             if case .subscribed = channels[channel]?.state { channels[channel]?.state = .pending }
@@ -584,7 +603,8 @@ struct SessionCore: Sendable {
         case .terminal(let error):
             fail(error, effects: &effects)
         case .reconnectImmediately:
-            scheduleReconnect(immediately: true, minimum: .zero, effects: &effects)
+            // Only after a stable connection: a server asking for it again and again gets the backoff.
+            scheduleReconnect(immediately: attempt == 0, minimum: .zero, effects: &effects)
         case .backoff(let minimum):
             scheduleReconnect(immediately: false, minimum: minimum, effects: &effects)
         }
@@ -687,6 +707,8 @@ struct SessionCore: Sendable {
             }
         case .liveness:
             checkLiveness(effects: &effects)
+        case .stability:
+            if handshakeDone { connectionProvedStable() }
         case .sendDeadline(let serial):
             for channel in channelOrder {
                 guard let index = channels[channel]?.queue.firstIndex(where: {
@@ -803,7 +825,8 @@ struct SessionCore: Sendable {
                     effects.append(.send(connection: connection, [frame]))
                 }
             case .deliver(let event):
-                effects.append(.deliver(.event(event, connection: connection)))
+                effects.append(.deliver(.event(event, connection: connection, bytes: unchargedBytes)))
+                unchargedBytes = 0
             case .connected(let id):
                 guard case .open(connection, false) = phase else { continue }
                 markConnected(connection, id: id, effects: &effects)
@@ -840,6 +863,8 @@ struct SessionCore: Sendable {
                 endConnectionLocally(TransportClosure(.closedLocally(code: 1000, reason: "")), effects: &effects)
                 fail(error, effects: &effects)
                 return
+            case .refuseSend(let error):
+                sendRefusal = error
             case .reportError(let error):
                 effects.append(.deliver(.error(error)))
             case .log(let level, let message):
@@ -851,8 +876,13 @@ struct SessionCore: Sendable {
     private mutating func markConnected(_ connection: UInt64, id: String?, effects: inout [EngineEffect]) {
         phase = .open(connection, handshakeDone: true)
         cancel(.handshake, effects: &effects)
-        attempt = 0
-        firstFailureAt = nil
+        // A handshake alone proves little: a server that welcomes and then breaks the link must still
+        // run into the policy's limits, so the count starts over only once the connection proves stable.
+        if policy.stabilityWindow > .zero {
+            schedule(.stability, after: policy.stabilityWindow, effects: &effects)
+        } else {
+            connectionProvedStable()
+        }
         connectionID = id
         setState(.connected, effects: &effects)
         let waiters = connectWaiters
@@ -877,6 +907,11 @@ struct SessionCore: Sendable {
         }
     }
 
+    private mutating func connectionProvedStable() {
+        attempt = 0
+        firstFailureAt = nil
+    }
+
     private mutating func channelSubscribed(_ channel: ChannelID, recovered: Bool?, effects: inout [EngineEffect]) {
         guard var record = channels[channel] else { return }
         record.state = .subscribed(recovered: recovered)
@@ -891,8 +926,7 @@ struct SessionCore: Sendable {
             switch item.kind {
             case .send(let serial, let completion):
                 cancel(.sendDeadline(serial), effects: &effects)
-                runMachine(effects: &effects) { $0.handle(.send(item.message), actions: &$1) }
-                effects.append(.complete { completion(.success(())) })
+                sendNow(item.message, completion, effects: &effects)
             case .request(let id):
                 guard requests[id] != nil else { continue }
                 let connection = currentConnection

@@ -17,7 +17,7 @@ final class SessionEngine: Sendable {
         var closedBeforeStored: Set<UInt64> = []
         var timers: [EngineTimer: any ScheduledTimer] = [:]
         var current: UInt64?
-        var pendingDeliveries = 0
+        var backlog = DeliveryBacklog()
         var readingPaused = false
     }
 
@@ -30,6 +30,7 @@ final class SessionEngine: Sendable {
     private let logHandler: LogHandler?
     private let logLevel: LogLevel
     private let highWatermark: Int
+    private let byteBudget: Int
     let requestTimeout: Duration
     private let mailbox = Locked(Mailbox())
     private let core: Locked<SessionCore>
@@ -44,6 +45,7 @@ final class SessionEngine: Sendable {
         logHandler = options.logHandler
         logLevel = options.logLevel
         highWatermark = max(1, options.deliveryHighWatermark)
+        byteBudget = max(1, options.deliveryByteBudget)
         requestTimeout = options.requestTimeout
         core = Locked(SessionCore(dialect: dialect, machine: dialect.makeMachine(),
                                   policy: options.reconnectPolicy ?? dialect.reconnectPolicy,
@@ -58,6 +60,7 @@ final class SessionEngine: Sendable {
     var state: ConnectionState { core.withLock { $0.state } }
     var connectionID: String? { core.withLock { $0.connectionID } }
     var bufferedSendCount: Int { core.withLock { $0.bufferedSendCount } }
+    var deliveryBacklog: DeliveryBacklog { io.withLock { $0.backlog } }
     func channelState(_ channel: ChannelID) -> ChannelState? { core.withLock { $0.channelState(channel) } }
 
     func submit(_ input: EngineInput) {
@@ -173,12 +176,12 @@ final class SessionEngine: Sendable {
 
     private func deliver(_ items: [Delivery]) {
         let registry = self.registry
-        let events = items.reduce(0) { count, item in
-            if case .event = item { return count + 1 }
-            return count
-        }
+        var queued = DeliveryBacklog()
         let batch = items.map { item -> Delivery in
-            guard case .event(var event, let connection) = item, let token = event.ackToken else { return item }
+            guard case .event(var event, let connection, let bytes) = item else { return item }
+            queued.events += 1
+            queued.bytes += bytes
+            guard let token = event.ackToken else { return item }
             let answered = Locked(false)
             event.ack = AckResponder(token: token) { [weak self] token, arguments in
                 let first = answered.withLock { flag -> Bool in
@@ -188,36 +191,43 @@ final class SessionEngine: Sendable {
                 guard first else { return }
                 self?.submit(.acknowledge(connection: connection, token, arguments))
             }
-            return .event(event, connection: connection)
+            return .event(event, connection: connection, bytes: bytes)
         }
-        if !delivery.isInline, events > 0 { noteQueued(events) }
+        let counted = !delivery.isInline && queued.events > 0
+        let backlog = queued
+        if counted { noteQueued(backlog) }
         delivery.enqueue { [weak self] in
             for item in batch {
                 switch item {
-                case .event(let event, _): registry.dispatch(event)
+                case .event(let event, _, _): registry.dispatch(event)
                 case .state(let old, let new): registry.dispatchState(from: old, to: new)
                 case .error(let error): registry.dispatchError(error)
                 }
             }
-            if let self, !self.delivery.isInline, events > 0 { self.noteDelivered(events) }
+            if counted { self?.noteDelivered(backlog) }
         }
     }
 
-    /// Stops reading when too many handler calls are waiting, so TCP pushes back on the server.
-    private func noteQueued(_ count: Int) {
+    /// Stops reading when too many handler calls, or too many bytes behind them, are waiting, so TCP
+    /// pushes back on the server and memory stays bounded whatever the server sends.
+    private func noteQueued(_ queued: DeliveryBacklog) {
         let pause = io.withLock { io -> (any TransportConnection)? in
-            io.pendingDeliveries += count
-            guard io.pendingDeliveries > highWatermark, !io.readingPaused, let current = io.current else { return nil }
+            io.backlog.events += queued.events
+            io.backlog.bytes += queued.bytes
+            guard io.backlog.events > highWatermark || io.backlog.bytes > byteBudget,
+                  !io.readingPaused, let current = io.current else { return nil }
             io.readingPaused = true
             return io.connections[current]
         }
         pause?.setReadingPaused(true)
     }
 
-    private func noteDelivered(_ count: Int) {
+    private func noteDelivered(_ delivered: DeliveryBacklog) {
         let resume = io.withLock { io -> (any TransportConnection)? in
-            io.pendingDeliveries -= count
-            guard io.readingPaused, io.pendingDeliveries <= highWatermark / 2, let current = io.current else {
+            io.backlog.events -= delivered.events
+            io.backlog.bytes -= delivered.bytes
+            guard io.readingPaused, io.backlog.events <= highWatermark / 2, io.backlog.bytes <= byteBudget / 2,
+                  let current = io.current else {
                 return nil
             }
             io.readingPaused = false

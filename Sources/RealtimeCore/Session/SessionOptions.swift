@@ -25,6 +25,14 @@ public struct DeliveryTarget: Sendable {
     }
 }
 
+/// Handler calls received but not yet run, and the bytes of the frames behind them.
+public struct DeliveryBacklog: Sendable, Hashable {
+    /// Events waiting for their handlers.
+    public var events = 0
+    /// Bytes of the received frames those events came from.
+    public var bytes = 0
+}
+
 /// Where the reconnect policy's random draws come from.
 public enum RandomSource: Sendable, Hashable {
     /// The system CSPRNG.
@@ -49,6 +57,11 @@ public struct SessionOptions: Sendable {
     public var requestTimeout: Duration
     /// Handler calls waiting to run before the session stops reading from the socket (back-pressure).
     public var deliveryHighWatermark: Int
+    /// Bytes of received frames behind the handler calls waiting to run before the session stops reading
+    /// from the socket. Reading resumes once both the calls and the bytes are down to half their limits.
+    /// With the transport's message size limit, this bounds the memory a server can make the session
+    /// hold, however fast it sends and however slow the handlers are.
+    public var deliveryByteBudget: Int
     /// Time source; tests pass a manual clock.
     public var clock: any RealtimeClock
     /// Randomness for reconnect jitter.
@@ -60,7 +73,7 @@ public struct SessionOptions: Sendable {
     public init(delivery: DeliveryTarget? = nil, reconnectPolicy: ReconnectPolicy? = nil,
                 connectTimeout: Duration = .seconds(20), sendBufferLimit: Int = 1_000,
                 sendTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(30),
-                deliveryHighWatermark: Int = 65_536, clock: any RealtimeClock = SystemClock(),
+                deliveryHighWatermark: Int = 65_536, deliveryByteBudget: Int = 4 << 20, clock: any RealtimeClock = SystemClock(),
                 randomSource: RandomSource = .system, logHandler: LogHandler? = nil, logLevel: LogLevel = .info) {
         self.delivery = delivery
         self.reconnectPolicy = reconnectPolicy
@@ -69,6 +82,7 @@ public struct SessionOptions: Sendable {
         self.sendTimeout = sendTimeout
         self.requestTimeout = requestTimeout
         self.deliveryHighWatermark = deliveryHighWatermark
+        self.deliveryByteBudget = deliveryByteBudget
         self.clock = clock
         self.randomSource = randomSource
         self.logHandler = logHandler

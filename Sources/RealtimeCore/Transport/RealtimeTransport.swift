@@ -5,6 +5,14 @@ import Foundation
 public enum TransportFrame: Sendable, Hashable {
     case text(String)
     case binary(Data)
+
+    /// The payload's size in bytes (UTF-8 for text).
+    var byteCount: Int {
+        switch self {
+        case .text(let text): return text.utf8.count
+        case .binary(let data): return data.count
+        }
+    }
 }
 
 /// A header sent with the connection request.
