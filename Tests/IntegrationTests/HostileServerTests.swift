@@ -1,0 +1,141 @@
+import Foundation
+import Realtime
+import RealtimeTesting
+import Testing
+
+/// `Tests/Fixtures/hostile/server.py`: a WebSocket server that misbehaves on purpose, started on a free
+/// loopback port. Its stdout says which connections it accepted.
+final class HostileServer: Sendable {
+    let port: Int
+    private let process: Process
+    private let lines: Locked<[String]>
+
+    private init(port: Int, process: Process, lines: Locked<[String]>) {
+        self.port = port
+        self.process = process
+        self.lines = lines
+    }
+
+    static func start(_ arguments: String...) async throws -> HostileServer {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let script = SocketIOPeer.repositoryRoot.appendingPathComponent("Tests/Fixtures/hostile/server.py").path
+        process.arguments = ["python3", script] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let lines = Locked<[String]>([])
+        let reading = output.fileHandleForReading
+        Thread.detachNewThread {
+            var buffer = Data()
+            while true {
+                let chunk = reading.availableData
+                if chunk.isEmpty { return }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0a) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let line = lines.withLock({ $0.first }), line.hasPrefix("port "), let port = Int(line.dropFirst(5)) {
+                return HostileServer(port: port, process: process, lines: lines)
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        throw RealtimeError(.connectTimedOut, "the hostile server did not print its port")
+    }
+
+    /// Connections the server has accepted so far.
+    var connections: Int { lines.withLock { $0.filter { $0.hasPrefix("connection ") }.count } }
+
+    func stop() {
+        let pid = process.processIdentifier
+        guard pid > 0 else { return }
+        Foundation.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        for _ in 0..<500 {
+            if waitpid(pid, &status, WNOHANG) != 0 { return }
+            usleep(10_000)
+        }
+    }
+
+    deinit { stop() }
+}
+
+/// The most memory the process has held (VmHWM), in MiB, for the test's printout.
+private func peakResidentMiB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kib = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+    return kib / 1024
+}
+
+@Suite("A hostile server cannot exhaust the client")
+struct HostileServerTests {
+    private func session(_ server: HostileServer, policy: ReconnectPolicy? = nil,
+                         configure: (inout SessionOptions) -> Void = { _ in }) -> RealtimeSession {
+        var options = SessionOptions(reconnectPolicy: policy, connectTimeout: .seconds(5))
+        configure(&options)
+        return RealtimeSession(dialect: .pusher(key: "hostile", host: "127.0.0.1", port: server.port),
+                               options: options)
+    }
+
+    @Test("a flood of 1 MiB events behind a slow handler holds at most the byte budget, and loses nothing")
+    func floodBehindASlowHandler() async throws {
+        let count = 40
+        let size = 1 << 20
+        let budget = 4 << 20
+        let server = try await HostileServer.start("flood", String(count), String(size))
+        defer { server.stop() }
+        let session = session(server) { $0.deliveryByteBudget = budget }
+        let received = Locked(0)
+        let ended = Locked(false)
+        let largestBacklog = Locked(0)
+        session.on("big") { [session] event in
+            let backlog = session.deliveryBacklog.bytes
+            largestBacklog.withLock { $0 = max($0, backlog) }
+            if case .string(let text) = event.data, text.utf8.count == size { received.withLock { $0 += 1 } }
+            usleep(20_000)  // a slow handler: 40 events take 0.8 s to handle
+        }
+        session.on("end") { _ in ended.withLock { $0 = true } }
+        let before = peakResidentMiB()
+        try await session.connect()
+        await pusherWait("every event handled", seconds: 60) { ended.withLock { $0 } }
+        session.disconnect()
+        let largest = largestBacklog.withLock { $0 }
+        print("flood: \(count) × \(size >> 20) MiB events, largest backlog \(largest >> 10) KiB "
+              + "(budget \(budget >> 10) KiB); process VmHWM \(before) → \(peakResidentMiB()) MiB")
+        #expect(received.withLock { $0 } == count)
+        // Reading pauses once the budget is passed; one read batch may carry a message or two beyond it.
+        #expect(largest <= budget + 2 * (size + 64))
+        #expect(largest > 0)
+    }
+
+    @Test("a server that welcomes and then breaks the protocol runs into maximumAttempts",
+          arguments: ["huge-length", "masked", "reserved-bits", "bad-opcode", "bad-utf8", "close-4200"])
+    func welcomeThenViolate(kind: String) async throws {
+        let server = try await HostileServer.start("welcome-then-violate", kind)
+        defer { server.stop() }
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(50), multiplier: 1, maximumDelay: .milliseconds(50),
+                                     jitter: .none, maximumAttempts: 3)
+        let session = session(server, policy: policy)
+        session.start()
+        await pusherWait("the session to fail", seconds: 30) {
+            if case .failed = session.state { return true }
+            return false
+        }
+        guard case .failed(let error) = session.state else { return }
+        print("welcome-then-violate \(kind): \(server.connections) connections; \(error.message)")
+        #expect(error.code == .sessionFailed)
+        #expect(error.message.contains("3 reconnect attempts"))
+        #expect(server.connections == 4)  // the first connection and three attempts, then no more
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(server.connections == 4)
+    }
+}
