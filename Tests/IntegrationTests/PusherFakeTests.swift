@@ -236,7 +236,7 @@ struct PusherFakeTests {
         }
     }
 
-    @Test("pusher-fake proves: private-encrypted- events the SDK sealed are opened; a tampered one is a typed error")
+    @Test("pusher-fake proves: private-encrypted- events the SDK sealed are opened; tampered or plaintext ones are typed errors")
     func encrypted() async throws {
         try await withPusherFake { server, app in
             let viaEndpoint = PusherFake.session(server, authorizer: PusherFake.endpoint(app))
@@ -265,6 +265,13 @@ struct PusherFakeTests {
             }
             let failure = errors.withLock { $0.first { $0.code == .decryptionFailed } }
             #expect(failure?.context.channel == "private-encrypted-vault")
+
+            // Plaintext on an encrypted channel (a backend that forgot to encrypt) is reported, never delivered.
+            try await app.run(["op": "raw", "channel": "private-encrypted-vault", "event": "secret",
+                               "data": #"{"code":"plain"}"#])
+            await pusherWait("plaintext refused", seconds: Self.wait) {
+                errors.withLock { $0.filter { $0.code == .decryptionFailed }.count } == 2
+            }
 
             try await app.trigger("private-encrypted-vault", "secret", ["code": "43"])
             await pusherWait("the next event still opens", seconds: Self.wait) { endpointLog.count == 2 }

@@ -8,6 +8,7 @@ shared_secret), prints `READY <port>`, then one JSON object per line for every a
 every command result. Commands, one JSON object per stdin line, each with an `id` echoed in its result:
   {"op": "trigger", "channel", "event", "data"}   REST trigger (the SDK encrypts private-encrypted- data)
   {"op": "tampered", "channel", "event", "data"}  encrypts like the SDK, flips one ciphertext byte, triggers
+  {"op": "raw", "channel", "event", "data"}       triggers `data` (a string) as is, never encrypted
   {"op": "info", "channel"}                       REST channel info ({"occupied": bool}) as `result`
   {"op": "join", "channel", "user_id"}            a pysher client joins a presence channel (signed by pysher)
   {"op": "leave"}                                 that pysher client disconnects
@@ -77,6 +78,9 @@ def run(command):
         sealed["ciphertext"] = base64.b64encode(bytes(cipher)).decode()
         # already_encoded: the SDK sends the data as given instead of encrypting it again.
         sdk.trigger_batch([{"channel": command["channel"], "name": command["event"], "data": json.dumps(sealed)}],
+                          already_encoded=True)
+    elif op == "raw":
+        sdk.trigger_batch([{"channel": command["channel"], "name": command["event"], "data": command["data"]}],
                           already_encoded=True)
     elif op == "join":
         channel, user_id = command["channel"], command["user_id"]
