@@ -81,7 +81,7 @@ func withPusherFake(_ body: (PusherFakeServer, PusherFakeApp) async throws -> Vo
 struct PusherFakeTests {
     static let wait = 20.0
 
-    @Test("pusher-fake proves: public channel, REST-triggered object and string data arrive decoded")
+    @Test("pusher-fake proves: public channel, REST-triggered object and string data arrive decoded; socket_id exclusion")
     func publicChannel() async throws {
         try await withPusherFake { server, app in
             let session = PusherFake.session(server)
@@ -95,6 +95,20 @@ struct PusherFakeTests {
             await pusherWait("both triggers", seconds: Self.wait) { log.count == 2 }
             #expect(log.data() == [["hello": "world", "n": 1, "list": [1, "two", nil]], "plain text"])
             #expect(log.all.allSatisfy { $0.channel == "news" })
+
+            // Our connection id is the server's socket id: a trigger that excludes it skips us, not the other.
+            let other = PusherFake.session(server)
+            defer { other.disconnect() }
+            let otherLog = FakeEventLog(other.channel("news"), "greet")
+            try await other.connect()
+            _ = try await other.channel("news").subscribed()
+            try await app.run(["op": "trigger", "channel": "news", "event": "greet", "data": "not for you",
+                               "socket_id": .string(try #require(session.connectionID))])
+            try await app.trigger("news", "greet", "for all")
+            await pusherWait("the other session got both", seconds: Self.wait) { otherLog.count == 2 }
+            await pusherWait("we got the second", seconds: Self.wait) { log.count == 3 }
+            #expect(otherLog.data() == ["not for you", "for all"])
+            #expect(log.data().last == "for all")
         }
     }
 
@@ -169,7 +183,7 @@ struct PusherFakeTests {
         }
     }
 
-    @Test("pusher-fake proves: presence members, me, and added/removed as a second session and a pysher process join and leave")
+    @Test("pusher-fake proves: presence members, me, added/removed as a second session and a pysher process join and leave; leave() empties the roster")
     func presence() async throws {
         try await withPusherFake { server, app in
             let alice = PusherFake.session(server, authorizer: PusherFake.inline(user: "alice"))
@@ -177,7 +191,8 @@ struct PusherFakeTests {
             defer { alice.disconnect(); bob.disconnect() }
             let aliceRoster = alice.presence("presence-room")
             let bobRoster = bob.presence("presence-room")
-            let changes = FakeEventLog(alice.channel("presence-room"), "pusher:member_added", "pusher:member_removed")
+            let aliceRoom = alice.channel("presence-room")
+            let changes = FakeEventLog(aliceRoom, "pusher:member_added", "pusher:member_removed")
             try await alice.connect()
             _ = try await alice.channel("presence-room").subscribed()
             await pusherWait("alice alone", seconds: Self.wait) { aliceRoster.members.ids == ["alice"] }
@@ -209,6 +224,16 @@ struct PusherFakeTests {
             let removed = changes.data("pusher:member_removed").compactMap { $0["user_id"]?.stringValue }
             #expect(added == ["bob", "py"])
             #expect(removed == ["py", "bob"])
+
+            // Leaving: pusher-fake drops the last member, and alice's roster no longer lists anyone.
+            aliceRoom.leave()
+            var vacated = false
+            for _ in 0..<400 where !vacated {
+                vacated = try await !app.occupied("presence-room")
+                if !vacated { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(vacated, "pusher-fake still lists a member of presence-room")
+            #expect(aliceRoster.members == PusherMembers())
         }
     }
 

@@ -6,7 +6,8 @@ Serves an auth endpoint on a free loopback port, signed by the SDK's authenticat
 clients post them; a `user_id` form field names the presence member; encrypted channels get the SDK's
 shared_secret), prints `READY <port>`, then one JSON object per line for every auth request it answers and
 every command result. Commands, one JSON object per stdin line, each with an `id` echoed in its result:
-  {"op": "trigger", "channel", "event", "data"}   REST trigger (the SDK encrypts private-encrypted- data)
+  {"op": "trigger", "channel", "event", "data"}   REST trigger (the SDK encrypts private-encrypted- data);
+                                                  an optional "socket_id" is left out of the recipients
   {"op": "tampered", "channel", "event", "data"}  encrypts like the SDK, flips one ciphertext byte, triggers
   {"op": "raw", "channel", "event", "data"}       triggers `data` (a string) as is, never encrypted
   {"op": "info", "channel"}                       REST channel info ({"occupied": bool}) as `result`
@@ -69,7 +70,7 @@ def run(command):
     if op == "info":
         return sdk.channel_info(command["channel"])
     if op == "trigger":
-        sdk.trigger(command["channel"], command["event"], command["data"])
+        sdk.trigger(command["channel"], command["event"], command["data"], socket_id=command.get("socket_id"))
     elif op == "tampered":
         plain = json.dumps(command["data"])
         sealed = pusher.crypto.encrypt(command["channel"], plain, base64.b64decode(MASTER_KEY))
