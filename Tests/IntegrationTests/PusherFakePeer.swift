@@ -12,7 +12,6 @@ import Testing
 /// server, run by `Tests/Fixtures/pusher-fake/server.rb` on free loopback ports. It is the installed gem, or
 /// the copy `Tests/Fixtures/pusher-fake/provision.sh` puts in `.peers/pusher-fake` (run-all runs it).
 final class PusherFakeServer: Sendable {
-    static let appID = "424242"
     static let key = "peer-key"
     static let secret = "peer-secret"
     /// The master key `sdk.py` encrypts `private-encrypted-` events with.
