@@ -141,6 +141,21 @@ struct PusherSessionTests {
         await eventually("refilled") { roster.members.count == 2 }
     }
 
+    @Test("presence roster: empty after leave() (no event says so), refilled when joined again")
+    func presenceRosterAfterLeave() async throws {
+        let harness = PusherHarness()
+        let roster = harness.session.presence("presence-room")
+        let room = harness.session.channel("presence-room")
+        try await harness.session.connect()
+        await eventually("members") { roster.members.count == 2 }
+        room.leave()
+        await eventually("left") { room.state == .left }
+        #expect(roster.members == PusherMembers())
+        _ = try await harness.session.channel("presence-room").subscribed()
+        await eventually("refilled") { roster.members.count == 2 }
+        #expect(roster.members.me == "7")
+    }
+
     @Test("signin() resolves with the identity and runs again after a reconnect")
     func signin() async throws {
         let harness = PusherHarness()

@@ -57,12 +57,14 @@ public struct PusherMembers: Sendable, Hashable {
 /// The machine owns the wire state, but the app reads members from any thread at any time, so the roster
 /// is rebuilt here from the same events the app can see, under a lock; no second source of truth.
 public final class PusherPresenceRoster: Sendable {
+    private let channel: RealtimeChannel
     private let state = Locked(PusherMembers())
     private let handlers = Locked<[HandlerID]>([])
     private let onChange: (@Sendable (PusherMembers) -> Void)?
 
     init(session: RealtimeSession, channel: RealtimeChannel, onChange: (@Sendable (PusherMembers) -> Void)?) {
         self.onChange = onChange
+        self.channel = channel
         var ids: [HandlerID] = []
         for suffix in ["subscription_succeeded", "member_added", "member_removed"] {
             for prefix in ["pusher:", "bird:"] {
@@ -76,8 +78,11 @@ public final class PusherPresenceRoster: Sendable {
         handlers.withLock { $0 = ids }
     }
 
-    /// The members now.
-    public var members: PusherMembers { state.withLock { $0 } }
+    /// The members now; empty while the channel is not joined (`leave()` sends no event that would clear it).
+    public var members: PusherMembers {
+        guard case .subscribed = channel.state else { return PusherMembers() }
+        return state.withLock { $0 }
+    }
 
     /// The handler ids this roster registered, so the app can remove them with `off(id:)`.
     public var handlerIDs: [HandlerID] { handlers.withLock { $0 } }

@@ -1,0 +1,495 @@
+import Foundation
+import Realtime
+import RealtimeTesting
+import Testing
+
+/// Sessions and authorizers for pusher-fake's app (`peer-key` / `peer-secret`).
+enum PusherFake {
+    /// Fast reconnects so the reconnect tests stay short.
+    static let policy = ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 2, maximumDelay: .seconds(1),
+                                        jitter: .none)
+
+    static func session(_ server: PusherFakeServer, port: Int? = nil,
+                        authorizer: PusherAuthorizer? = nil) -> RealtimeSession {
+        RealtimeSession(dialect: .pusher(key: PusherFakeServer.key, authorizer: authorizer, host: "127.0.0.1",
+                                         port: port ?? server.wsPort, reconnectPolicy: policy),
+                        transport: PusherLive.transport, options: SessionOptions(connectTimeout: .seconds(5)))
+    }
+
+    /// Local signing with the app secret; `user` is the presence identity.
+    static func inline(user: String? = nil) -> PusherAuthorizer {
+        .inline(secret: PusherFakeServer.secret,
+                presenceData: user.map { #"{"user_id":"\#($0)","user_info":{"via":"inline"}}"# },
+                encryptionMasterKey: PusherFakeServer.encryptionMasterKey)
+    }
+
+    /// The SDK-signed endpoint of `sdk.py`; `user` becomes the presence member id.
+    static func endpoint(_ app: PusherFakeApp, user: String? = nil) -> PusherAuthorizer {
+        .endpoint(app.authURL, params: user.map { ["user_id": $0] } ?? [:])
+    }
+}
+
+/// Events seen by handlers, in order.
+final class FakeEventLog: Sendable {
+    private let events = Locked<[RealtimeEvent]>([])
+
+    init(_ channel: RealtimeChannel, _ names: String...) {
+        for name in names { record(channel, name) }
+    }
+
+    func record(_ channel: RealtimeChannel, _ name: String) {
+        channel.on(name) { [events] event in events.withLock { $0.append(event) } }
+    }
+
+    var all: [RealtimeEvent] { events.withLock { $0 } }
+    var count: Int { all.count }
+    func data(_ name: String? = nil) -> [JSONValue] { all.filter { name == nil || $0.name == name }.map(\.data) }
+}
+
+/// The answer of `channel.subscribed()`, or `nil` when none came within `seconds` (a wedged subscription
+/// then fails its test instead of hanging it).
+func subscriptionAnswer(_ channel: RealtimeChannel, within seconds: Double = 20) async -> Result<Bool?, any Error>? {
+    let answer = Locked<Result<Bool?, any Error>?>(nil)
+    Task {
+        do {
+            let recovered = try await channel.subscribed()
+            answer.withLock { $0 = .success(recovered) }
+        } catch {
+            answer.withLock { $0 = .failure(error) }
+        }
+    }
+    _ = await fakeEventually(seconds: seconds) { answer.withLock { $0 } != nil }
+    return answer.withLock { $0 }
+}
+
+/// Starts pusher-fake and the SDK app for one test and stops both when it ends, even when it throws.
+func withPusherFake(_ body: (PusherFakeServer, PusherFakeApp) async throws -> Void) async throws {
+    let server = try await PusherFakeServer.start()
+    defer { server.stop() }
+    let app = try await PusherFakeApp.start(for: server)
+    defer { app.stop() }
+    try await body(server, app)
+}
+
+/// Every scenario here runs over a real socket against pusher-fake (Ruby), a Pusher server we did not write;
+/// events are triggered by the official `pusher` server SDK over pusher-fake's REST API. What pusher-fake
+/// lacks (sign-in, server pings, 4xxx closes, `pusher:error`) stays covered by `PusherEmbeddedServerTests`.
+@Suite("Pusher against pusher-fake (third-party server) and the official pusher SDK", .serialized,
+       .timeLimit(.minutes(3)),
+       .enabled(if: PusherFakeServer.unavailableReason == nil || PeerRequirement.required,
+                "run Tests/Fixtures/pusher-fake/provision.sh"))
+struct PusherFakeTests {
+    static let wait = 20.0
+
+    @Test("pusher-fake proves: public channel, REST-triggered object and string data arrive decoded; socket_id exclusion")
+    func publicChannel() async throws {
+        try await withPusherFake { server, app in
+            let session = PusherFake.session(server)
+            defer { session.disconnect() }
+            let news = session.channel("news")
+            let log = FakeEventLog(news, "greet")
+            try await session.connect()
+            _ = try await news.subscribed()
+            try await app.trigger("news", "greet", ["hello": "world", "n": 1, "list": [1, "two", nil]])
+            try await app.trigger("news", "greet", "plain text")
+            await pusherWait("both triggers", seconds: Self.wait) { log.count == 2 }
+            #expect(log.data() == [["hello": "world", "n": 1, "list": [1, "two", nil]], "plain text"])
+            #expect(log.all.allSatisfy { $0.channel == "news" })
+
+            // Our connection id is the server's socket id: a trigger that excludes it skips us, not the other.
+            let other = PusherFake.session(server)
+            defer { other.disconnect() }
+            let otherLog = FakeEventLog(other.channel("news"), "greet")
+            try await other.connect()
+            _ = try await other.channel("news").subscribed()
+            try await app.run(["op": "trigger", "channel": "news", "event": "greet", "data": "not for you",
+                               "socket_id": .string(try #require(session.connectionID))])
+            try await app.trigger("news", "greet", "for all")
+            await pusherWait("the other session got both", seconds: Self.wait) { otherLog.count == 2 }
+            await pusherWait("we got the second", seconds: Self.wait) { log.count == 3 }
+            #expect(otherLog.data() == ["not for you", "for all"])
+            #expect(log.data().last == "for all")
+        }
+    }
+
+    @Test("pusher-fake proves: private channel authorised by an HTTP endpoint the official SDK signs")
+    func privateEndpoint() async throws {
+        try await withPusherFake { server, app in
+            let session = PusherFake.session(server, authorizer: PusherFake.endpoint(app))
+            defer { session.disconnect() }
+            let orders = session.channel("private-orders")
+            let log = FakeEventLog(orders, "created")
+            try await session.connect()
+            _ = try await orders.subscribed()
+            let socketID = try #require(session.connectionID)
+            #expect(app.authRequests.map(\.channel) == ["private-orders"])
+            #expect(app.authRequests.map(\.socketID) == [socketID])
+            #expect(app.messages.first { $0["type"] == "auth" }?["content_type"] == "application/x-www-form-urlencoded")
+            try await app.trigger("private-orders", "created", ["id": 7])
+            await pusherWait("private event", seconds: Self.wait) { log.count == 1 }
+            #expect(log.data() == [["id": 7]])
+        }
+    }
+
+    @Test("pusher-fake proves: private channel authorised by a closure; a throwing closure fails only its channel")
+    func privateClosure() async throws {
+        try await withPusherFake { server, app in
+            let asked = Locked<[PusherAuthRequest]>([])
+            let authorizer = PusherAuthorizer.custom { request in
+                asked.withLock { $0.append(request) }
+                if request.channel == "private-refused" {
+                    throw RealtimeError(.authorizationFailed, "the app said no")
+                }
+                return try PusherAuthorizer.sign(request, key: PusherFakeServer.key, secret: PusherFakeServer.secret,
+                                                 presenceData: nil, userData: nil)
+            }
+            let session = PusherFake.session(server, authorizer: authorizer)
+            defer { session.disconnect() }
+            let room = session.channel("private-room")
+            let log = FakeEventLog(room, "said")
+            try await session.connect()
+            _ = try await room.subscribed()
+            let socketID = try #require(session.connectionID)
+            #expect(asked.withLock { $0.map(\.connectionID) } == [socketID])
+            #expect(asked.withLock { $0.map(\.channel) } == ["private-room"])
+
+            let refused = session.channel("private-refused")
+            await #expect(throws: RealtimeError.self) { _ = try await refused.subscribed() }
+            if case .failed(let error) = refused.state {
+                #expect(error.code == .authorizationFailed)
+            } else {
+                Issue.record("expected private-refused to fail, got \(refused.state)")
+            }
+            try await app.trigger("private-room", "said", "still here")
+            await pusherWait("private event", seconds: Self.wait) { log.count == 1 }
+            #expect(log.data() == ["still here"])
+            #expect(session.state == .connected)
+        }
+    }
+
+    @Test("pusher-fake proves: private channel signed locally with the app secret (inline)")
+    func privateInline() async throws {
+        try await withPusherFake { server, app in
+            let session = PusherFake.session(server, authorizer: PusherFake.inline())
+            defer { session.disconnect() }
+            let inbox = session.channel("private-inbox")
+            let log = FakeEventLog(inbox, "mail")
+            try await session.connect()
+            _ = try await inbox.subscribed()
+            try await app.trigger("private-inbox", "mail", ["from": "ops", "body": "Zoë ✉️"])
+            await pusherWait("private event", seconds: Self.wait) { log.count == 1 }
+            #expect(log.data() == [["from": "ops", "body": "Zoë ✉️"]])
+            #expect(app.authRequests.isEmpty)
+        }
+    }
+
+    @Test("pusher-fake proves: presence members, me, added/removed as a second session and a pysher process join and leave; leave() empties the roster")
+    func presence() async throws {
+        try await withPusherFake { server, app in
+            let alice = PusherFake.session(server, authorizer: PusherFake.inline(user: "alice"))
+            let bob = PusherFake.session(server, authorizer: PusherFake.endpoint(app, user: "bob"))
+            defer { alice.disconnect(); bob.disconnect() }
+            let aliceRoster = alice.presence("presence-room")
+            let bobRoster = bob.presence("presence-room")
+            let aliceRoom = alice.channel("presence-room")
+            let changes = FakeEventLog(aliceRoom, "pusher:member_added", "pusher:member_removed")
+            try await alice.connect()
+            _ = try await alice.channel("presence-room").subscribed()
+            await pusherWait("alice alone", seconds: Self.wait) { aliceRoster.members.ids == ["alice"] }
+            #expect(aliceRoster.members.me == "alice")
+            #expect(aliceRoster.members.members["alice"] == ["via": "inline"])
+
+            try await bob.connect()
+            _ = try await bob.channel("presence-room").subscribed()
+            await pusherWait("bob in alice's roster", seconds: Self.wait) { aliceRoster.members.ids == ["alice", "bob"] }
+            #expect(aliceRoster.members.members["bob"] == ["via": "endpoint"])
+            await pusherWait("bob's own roster", seconds: Self.wait) { bobRoster.members.ids == ["alice", "bob"] }
+            #expect(bobRoster.members.me == "bob")
+            #expect(bobRoster.members.members["alice"] == ["via": "inline"])
+
+            // A second process: pysher, signing for itself, joins and leaves.
+            try await app.run(["op": "join", "channel": "presence-room", "user_id": "py"])
+            await pusherWait("pysher in alice's roster", seconds: Self.wait) {
+                aliceRoster.members.ids == ["alice", "bob", "py"]
+            }
+            #expect(aliceRoster.members.members["py"] == ["via": "pysher"])
+            let pysherView = app.messages.first { $0["type"] == "joined" }?["data"]?["presence"]?["hash"]?.objectValue
+            #expect(pysherView.map { $0.keys.sorted() } == ["alice", "bob", "py"])
+            try await app.run(["op": "leave"])
+            await pusherWait("pysher left", seconds: Self.wait) { aliceRoster.members.ids == ["alice", "bob"] }
+
+            bob.disconnect()
+            await pusherWait("bob left", seconds: Self.wait) { aliceRoster.members.ids == ["alice"] }
+            let added = changes.data("pusher:member_added").compactMap { $0["user_id"]?.stringValue }
+            let removed = changes.data("pusher:member_removed").compactMap { $0["user_id"]?.stringValue }
+            #expect(added == ["bob", "py"])
+            #expect(removed == ["py", "bob"])
+
+            // Leaving: pusher-fake drops the last member, and alice's roster no longer lists anyone.
+            aliceRoom.leave()
+            var vacated = false
+            for _ in 0..<400 where !vacated {
+                vacated = try await !app.occupied("presence-room")
+                if !vacated { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(vacated, "pusher-fake still lists a member of presence-room")
+            #expect(aliceRoster.members == PusherMembers())
+        }
+    }
+
+    @Test("pusher-fake proves: client events between two sessions on a private channel, not echoed to the sender")
+    func clientEvents() async throws {
+        try await withPusherFake { server, _ in
+            let alice = PusherFake.session(server, authorizer: PusherFake.inline())
+            let bob = PusherFake.session(server, authorizer: PusherFake.inline())
+            defer { alice.disconnect(); bob.disconnect() }
+            let aliceLog = FakeEventLog(alice.channel("private-chat"), "client-typing", "client-ack")
+            let bobLog = FakeEventLog(bob.channel("private-chat"), "client-typing")
+            try await alice.connect()
+            try await bob.connect()
+            _ = try await alice.channel("private-chat").subscribed()
+            _ = try await bob.channel("private-chat").subscribed()
+
+            try await alice.channel("private-chat").send("client-typing", ["on": true, "who": "alice"])
+            await pusherWait("bob got the client event", seconds: Self.wait) { bobLog.count == 1 }
+            #expect(bobLog.data() == [["on": true, "who": "alice"]])
+            try await bob.channel("private-chat").send("client-ack", ["seen": 1])
+            await pusherWait("alice got the answer", seconds: Self.wait) { aliceLog.data("client-ack").count == 1 }
+            #expect(aliceLog.data("client-ack") == [["seen": 1]])
+            // pusher-fake writes an echo, if any, before it could relay bob's later answer.
+            #expect(aliceLog.data("client-typing").isEmpty)
+        }
+    }
+
+    @Test("pusher-fake proves: private-encrypted- events the SDK sealed are opened; tampered or plaintext ones are typed errors")
+    func encrypted() async throws {
+        try await withPusherFake { server, app in
+            let viaEndpoint = PusherFake.session(server, authorizer: PusherFake.endpoint(app))
+            let viaInline = PusherFake.session(server, authorizer: PusherFake.inline())
+            defer { viaEndpoint.disconnect(); viaInline.disconnect() }
+            let vault = viaEndpoint.channel("private-encrypted-vault")
+            let endpointLog = FakeEventLog(vault, "secret")
+            let inlineLog = FakeEventLog(viaInline.channel("private-encrypted-vault"), "secret")
+            let errors = Locked<[RealtimeError]>([])
+            viaEndpoint.onError { error in errors.withLock { $0.append(error) } }
+            try await viaEndpoint.connect()
+            try await viaInline.connect()
+            _ = try await vault.subscribed()
+            _ = try await viaInline.channel("private-encrypted-vault").subscribed()
+
+            try await app.trigger("private-encrypted-vault", "secret", ["code": "42", "émoji": "🔐"])
+            // The inline session derived its key from the master key itself; the SDK handed the other one over.
+            await pusherWait("both opened it", seconds: Self.wait) { endpointLog.count == 1 && inlineLog.count == 1 }
+            #expect(endpointLog.data() == [["code": "42", "émoji": "🔐"]])
+            #expect(inlineLog.data() == [["code": "42", "émoji": "🔐"]])
+
+            try await app.run(["op": "tampered", "channel": "private-encrypted-vault", "event": "secret",
+                               "data": ["code": "forged"]])
+            await pusherWait("a typed decryption error", seconds: Self.wait) {
+                errors.withLock { $0.contains { $0.code == .decryptionFailed } }
+            }
+            let failure = errors.withLock { $0.first { $0.code == .decryptionFailed } }
+            #expect(failure?.context.channel == "private-encrypted-vault")
+
+            // Plaintext on an encrypted channel (a backend that forgot to encrypt) is reported, never delivered.
+            try await app.run(["op": "raw", "channel": "private-encrypted-vault", "event": "secret",
+                               "data": #"{"code":"plain"}"#])
+            await pusherWait("plaintext refused", seconds: Self.wait) {
+                errors.withLock { $0.filter { $0.code == .decryptionFailed }.count } == 2
+            }
+
+            try await app.trigger("private-encrypted-vault", "secret", ["code": "43"])
+            await pusherWait("the next event still opens", seconds: Self.wait) { endpointLog.count == 2 }
+            #expect(endpointLog.data() == [["code": "42", "émoji": "🔐"], ["code": "43"]])
+            #expect(viaEndpoint.state == .connected)
+            #expect(vault.state == .subscribed(recovered: nil))
+        }
+    }
+
+    @Test("pusher-fake proves: cache- channels, pusher:cache_miss first, then the last event replayed to a new subscriber")
+    func cacheChannel() async throws {
+        try await withPusherFake { server, app in
+            let first = PusherFake.session(server)
+            let second = PusherFake.session(server)
+            defer { first.disconnect(); second.disconnect() }
+            let firstLog = FakeEventLog(first.channel("cache-quotes"), "pusher:cache_miss", "quote")
+            try await first.connect()
+            _ = try await first.channel("cache-quotes").subscribed()
+            await pusherWait("cache miss", seconds: Self.wait) { firstLog.data("pusher:cache_miss").count == 1 }
+
+            try await app.trigger("cache-quotes", "quote", ["v": 41])
+            try await app.trigger("cache-quotes", "quote", ["v": 42])
+            await pusherWait("live quotes", seconds: Self.wait) { firstLog.data("quote").count == 2 }
+
+            let secondLog = FakeEventLog(second.channel("cache-quotes"), "pusher:cache_miss", "quote")
+            try await second.connect()
+            _ = try await second.channel("cache-quotes").subscribed()
+            await pusherWait("the last quote replayed", seconds: Self.wait) { secondLog.count == 1 }
+            // pusher-fake sends either the replay or a cache miss, so the one event seen is the whole answer.
+            #expect(secondLog.all.map(\.name) == ["quote"])
+            #expect(secondLog.data("quote") == [["v": 42]])
+            #expect(secondLog.all.first?.channel == "cache-quotes")
+        }
+    }
+
+    @Test("pusher-fake proves: a wrong signature (pusher_internal:subscription_error) fails the channel, typed; later subscribes do not wedge")
+    func wrongSignature() async throws {
+        try await withPusherFake { server, app in
+            let authorizer = PusherAuthorizer.custom { request in
+                if request.channel == "private-bad" {
+                    return PusherAuthorization(auth: PusherFakeServer.key + ":" + String(repeating: "0", count: 64))
+                }
+                return try PusherAuthorizer.sign(request, key: PusherFakeServer.key, secret: PusherFakeServer.secret,
+                                                 presenceData: nil, userData: nil)
+            }
+            let session = PusherFake.session(server, authorizer: authorizer)
+            defer { session.disconnect() }
+            try await session.connect()
+            let bad = session.channel("private-bad")
+            switch await subscriptionAnswer(bad) {
+            case .failure(let error as RealtimeError)?:
+                #expect(error.code == .subscriptionRejected)
+                #expect(error.context.channel == "private-bad")
+            case let other:
+                Issue.record("a wrong signature must fail the channel with a RealtimeError, got \(String(describing: other))")
+            }
+            if case .failed(let error) = bad.state {
+                #expect(error.code == .subscriptionRejected)
+            } else {
+                Issue.record("expected private-bad to be failed, got \(bad.state)")
+            }
+            #expect(session.state == .connected)
+
+            let good = session.channel("private-good")
+            let log = FakeEventLog(good, "ok")
+            _ = try await good.subscribed()
+            // Asking again for the refused channel is answered again (refused again), not left waiting.
+            switch await subscriptionAnswer(session.channel("private-bad")) {
+            case .failure(let error as RealtimeError)?:
+                #expect(error.code == .subscriptionRejected)
+            case let other:
+                Issue.record("asked again, private-bad must be refused again, got \(String(describing: other))")
+            }
+            _ = try await session.channel("after-refusals").subscribed()
+            try await app.trigger("private-good", "ok", 1)
+            await pusherWait("the good channel works", seconds: Self.wait) { log.count == 1 }
+            #expect(log.data() == [1])
+        }
+    }
+
+    @Test("pusher-fake proves: after leave() (the server reports the channel vacated) no more events arrive; joining again works")
+    func unsubscribe() async throws {
+        try await withPusherFake { server, app in
+            let session = PusherFake.session(server)
+            defer { session.disconnect() }
+            let news = session.channel("news")
+            let control = session.channel("control")
+            let newsLog = FakeEventLog(news, "item")
+            let controlLog = FakeEventLog(control, "mark")
+            try await session.connect()
+            _ = try await news.subscribed()
+            _ = try await control.subscribed()
+            try await app.trigger("news", "item", 1)
+            await pusherWait("first item", seconds: Self.wait) { newsLog.count == 1 }
+            #expect(try await app.occupied("news"))
+
+            news.leave()
+            var vacated = false
+            for _ in 0..<400 where !vacated {
+                vacated = try await !app.occupied("news")
+                if !vacated { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(vacated, "pusher-fake still lists a connection on news")
+            #expect(news.state == .left)
+            try await app.trigger("news", "item", 2)
+            try await app.trigger("control", "mark", "after")
+            await pusherWait("the control event", seconds: Self.wait) { controlLog.count == 1 }
+            #expect(newsLog.data() == [1])
+
+            // Joining again works: the channel was left cleanly on both sides.
+            _ = try await session.channel("news").subscribed()
+            try await app.trigger("news", "item", 3)
+            await pusherWait("the item after re-joining", seconds: Self.wait) { newsLog.count == 2 }
+            #expect(newsLog.data() == [1, 3])
+        }
+    }
+
+    @Test("pusher-fake proves: killed and restarted, every channel is re-authorised and re-joined")
+    func reconnectAfterRestart() async throws {
+        try await withPusherFake { server, app in
+            let session = PusherFake.session(server, authorizer: PusherFake.endpoint(app, user: "r"))
+            defer { session.disconnect() }
+            let connections = Locked(0)
+            session.onStateChange { _, new in if new == .connected { connections.withLock { $0 += 1 } } }
+            let names = ["news", "private-room", "presence-room", "private-encrypted-vault"]
+            let logs = names.map { FakeEventLog(session.channel(ChannelID($0)), "tick") }
+            let roster = session.presence("presence-room")
+            try await session.connect()
+            for name in names { _ = try await session.channel(ChannelID(name)).subscribed() }
+            let privateNames = ["presence-room", "private-encrypted-vault", "private-room"]
+            #expect(app.authRequests.map(\.channel).sorted() == privateNames)
+
+            server.kill()
+            await pusherWait("the session notices", seconds: Self.wait) { session.state != .connected }
+            try await server.restart()
+            await pusherWait("a second connection", seconds: Self.wait) {
+                connections.withLock { $0 } == 2 && session.state == .connected
+            }
+            // A restarted pusher-fake hands out the same socket ids again (they come from Ruby object ids),
+            // so the new requests are told apart by count, not by id.
+            await pusherWait("re-authorised", seconds: Self.wait) { app.authRequests.count == 2 * privateNames.count }
+            let again = app.authRequests.dropFirst(privateNames.count)
+            #expect(again.map(\.channel).sorted() == privateNames)
+            #expect(again.allSatisfy { $0.socketID == session.connectionID })
+            await pusherWait("presence re-joined", seconds: Self.wait) { roster.members.ids == ["r"] }
+            #expect(roster.members.me == "r")
+            for name in names { _ = try await session.channel(ChannelID(name)).subscribed() }
+            // pusher-fake forgot every subscription, so an event on each channel proves each was re-joined.
+            for name in names { try await app.trigger(name, "tick", ["after": "restart"]) }
+            await pusherWait("a tick on every channel", seconds: Self.wait) { logs.allSatisfy { $0.count == 1 } }
+            for log in logs { #expect(log.data() == [["after": "restart"]]) }
+            #expect(connections.withLock { $0 } == 2)
+        }
+    }
+
+    @Test("pusher-fake proves: a dropped link reconnects, re-authorises and re-joins; another member sees leave and return")
+    func reconnectAfterDroppedLink() async throws {
+        try await withPusherFake { server, app in
+            let proxy = try FaultProxy(upstreamPort: server.wsPort)
+            defer { proxy.stop() }
+            let alice = PusherFake.session(server, port: proxy.port, authorizer: PusherFake.endpoint(app, user: "alice"))
+            let bob = PusherFake.session(server, authorizer: PusherFake.inline(user: "bob"))
+            defer { alice.disconnect(); bob.disconnect() }
+            let aliceLog = FakeEventLog(alice.channel("private-room"), "tick")
+            alice.channel("presence-room")
+            try await alice.connect()
+            _ = try await alice.channel("presence-room").subscribed()
+            _ = try await alice.channel("private-room").subscribed()
+            // Bob joins second, so the only changes he sees are alice leaving and coming back.
+            let bobRoster = bob.presence("presence-room")
+            let bobChanges = FakeEventLog(bob.channel("presence-room"), "pusher:member_added", "pusher:member_removed")
+            try await bob.connect()
+            _ = try await bob.channel("presence-room").subscribed()
+            await pusherWait("both members", seconds: Self.wait) { bobRoster.members.ids == ["alice", "bob"] }
+            let firstID = try #require(alice.connectionID)
+
+            proxy.resetAll()
+            await pusherWait("alice back on a new connection", seconds: Self.wait) {
+                alice.state == .connected && alice.connectionID != nil && alice.connectionID != firstID
+            }
+            let secondID = try #require(alice.connectionID)
+            await pusherWait("alice re-authorised", seconds: Self.wait) {
+                app.authRequests.filter { $0.socketID == secondID }.map(\.channel).sorted() == ["presence-room", "private-room"]
+            }
+            await pusherWait("bob saw alice leave and return", seconds: Self.wait) {
+                bobChanges.all.map(\.name) == ["pusher:member_removed", "pusher:member_added"]
+            }
+            #expect(bobChanges.all.allSatisfy { $0.data["user_id"] == "alice" })
+            await pusherWait("alice in bob's roster again", seconds: Self.wait) { bobRoster.members.ids == ["alice", "bob"] }
+            _ = try await alice.channel("private-room").subscribed()
+            try await app.trigger("private-room", "tick", "after the drop")
+            await pusherWait("alice's private channel works again", seconds: Self.wait) { aliceLog.count == 1 }
+            #expect(aliceLog.data() == ["after the drop"])
+        }
+    }
+}
