@@ -2,15 +2,32 @@ import Foundation
 import Realtime
 import RealtimeTesting
 
-/// `realtime demo`: a live Socket.IO session against an embedded loopback server, step by step:
-/// connect with auth, an acknowledged request, a room broadcast, binary both ways, an ack the server asks
-/// for, a dropped connection with automatic reconnect and re-join, and a send buffered while offline.
-func demo(_ options: CommandLineOptions) async throws -> Bool {
-    let dialect = options.value("dialect") ?? "socketio"
-    guard dialect == "socketio" || dialect == "socket.io" else {
-        printError("demo: the \(dialect) demo is not written yet; available: socketio")
-        return false
+enum DemoCommand {
+    static let help = """
+    usage: realtime demo [--dialect socketio]
+
+    A live Socket.IO session against an embedded loopback server, step by step: connect with auth, an
+    acknowledged request, a room broadcast, binary both ways, an ack the server asks for, a dropped
+    connection with automatic reconnect and re-join, and a send buffered while offline.
+    exit: 0 every step passed, 1 a step failed, 2 usage
+    """
+
+    static func run(_ words: [String]) async throws -> ExitCode {
+        let arguments = try Arguments(words, valued: ["dialect"], flags: ["help"])
+        if arguments.flag("help") {
+            print(help)
+            return .done
+        }
+        let dialect = arguments.value("dialect") ?? "socketio"
+        guard dialect == "socketio" || dialect == "socket.io" else {
+            throw UsageError("the \(dialect) demo is not written yet; available: socketio")
+        }
+        return try await demo() ? .done : .failure
     }
+}
+
+/// `realtime demo`: see ``DemoCommand/help``.
+func demo() async throws -> Bool {
     let server = try SocketIOServer(configuration: .init(pingInterval: .seconds(5), pingTimeout: .seconds(5)))
     defer { server.stop() }
     server.namespace("/chat") { socket, auth in
