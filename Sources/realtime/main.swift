@@ -10,6 +10,8 @@ let usage = """
                                                      join channels and print their events
       send    <socketio|pusher|bird|actioncable> <url> --channel C --event E [--data JSON | --args JSON]
               [--ack] [--timeout S] [--json]         send one event, perform or client event
+      serve   <socketio|pusher|bird|actioncable> [--port P] [--json]
+                                                     run an embedded server for local development
 
     `realtime <command> --help` tells more. Exit codes: 0 done, 2 usage, 3 refused or failed, 4 timeout.
     """
@@ -17,7 +19,7 @@ let usage = """
 let words = Array(CommandLine.arguments.dropFirst())
 let command = words.first
 let rest = Array(words.dropFirst())
-let helps: [String: String] = ["listen": ListenCommand.help, "send": SendCommand.help,
+let helps: [String: String] = ["listen": ListenCommand.help, "send": SendCommand.help, "serve": ServeCommand.help,
                                "demo": DemoCommand.help]
 do {
     let code: ExitCode
@@ -28,6 +30,8 @@ do {
         code = try await ListenCommand.run(rest)
     case "send":
         code = try await SendCommand.run(rest)
+    case "serve":
+        code = try await ServeCommand.run(rest)
     case "help", "--help", "-h":
         print(rest.first.flatMap { helps[$0] } ?? usage)
         code = .done
