@@ -35,6 +35,8 @@ enum ServeCommand {
                                          socketio: an emit to every socket of the namespace (<channel>)
       broadcast <stream> <json>          actioncable: a message to every subscription of the stream
       quit                               stop the server
+
+    exit: 0 after quit, 2 usage, 3 the port cannot be listened on
     """
 
     static func run(_ words: [String]) async throws -> ExitCode {
