@@ -53,6 +53,14 @@ struct CLIServeTests {
         ], "\(listener.transcript)")
     }
 
+    @Test("nothing listening: the session keeps retrying and --timeout exits 4, as no channel was confirmed")
+    func nothingListening() async throws {
+        let run = try await runCLI(["listen", "socketio", "http://127.0.0.1:1", "--json", "--timeout", "2"])
+        #expect(run.status == 4, "\(run.transcript)")
+        #expect(run.lines.first == CLILine.connecting, "\(run.transcript)")
+        #expect(!run.lines.contains { $0.contains(#""subscribed""#) }, "\(run.transcript)")
+    }
+
     @Test("usage mistakes exit 2 before connecting", arguments: [
         ["listen"],
         ["listen", "mqtt", "ws://127.0.0.1:1"],

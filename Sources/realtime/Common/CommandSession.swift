@@ -103,12 +103,16 @@ final class CommandSession: Sendable {
         announce(id)
     }
 
-    /// Ends the command with `code` after `limit` (on the delivery queue, after the lines queued so far).
+    /// Ends the command after `limit` (on the delivery queue, after the lines queued so far): with `code`, or
+    /// with `.timedOut` while a channel is still unconfirmed.
     func finish(after limit: Duration?, with code: ExitCode) {
         guard let limit else { return }
         Task { [self] in
             try? await Task.sleep(for: limit)
-            queue.async { self.finisher.finish(code) }
+            queue.async {
+                let joined = self.announced.withLock { $0.count } == Set(self.channels.map(\.id)).count
+                self.finisher.finish(joined ? code : .timedOut)
+            }
         }
     }
 

@@ -42,7 +42,6 @@ enum ConnectionOptions {
                              Action Cable: ChatChannel or 'ChatChannel{"room":42}'
         --header 'N: v'      an HTTP header (repeatable): on the upgrade request (Socket.IO, Action Cable),
                              on the auth endpoint's requests (Pusher/Bird)
-        --timeout S          give up after S seconds
         --json               one JSON object per line on stdout (otherwise readable lines; state, subscriptions
                              and errors go to stderr)
         --insecure           allow ws:// and http:// to a host that is not loopback

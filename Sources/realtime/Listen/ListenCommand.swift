@@ -9,6 +9,8 @@ enum ListenCommand {
     Connects, joins every --channel and prints what arrives until --count events or --timeout seconds.
 
       --count N            stop after N events (exit 4 if --timeout comes first)
+      --timeout S          stop after S seconds: exit 0, or 4 before --count events or before every channel
+                           was confirmed
     \(ConnectionOptions.help)
 
     With --json each line is one object:
