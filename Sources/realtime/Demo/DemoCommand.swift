@@ -2,15 +2,22 @@ import Foundation
 import Realtime
 import RealtimeTesting
 
+/// `realtime demo`: one set of handlers against the embedded server of every backend.
 enum DemoCommand {
     static let help = """
-    usage: realtime demo [--dialect socketio]
+    usage: realtime demo [--dialect socketio|pusher|bird|actioncable]
 
-    A live Socket.IO session against an embedded loopback server, step by step: connect with auth, an
-    acknowledged request, a room broadcast, binary both ways, an ack the server asks for, a dropped
-    connection with automatic reconnect and re-join, and a send buffered while offline.
+    Starts the embedded server of every backend on loopback (Socket.IO, Pusher, Bird, Action Cable) and
+    attaches one set of handlers, the same closures, to a session of each. For each it drives: subscribe,
+    a server event, a request with an acknowledgement (Socket.IO), presence (Pusher, Bird), a connection the
+    server drops (reconnect, then re-join), a send made while offline (delivered once), off(id:), and
+    disconnect(). It ends with a table per backend. --dialect runs one backend.
+
     exit: 0 every step passed, 1 a step failed, 2 usage
     """
+
+    static let steps = ["subscribe", "server event", "request / ack", "presence", "drop → reconnect → re-join",
+                        "send while offline, once", "off(id:)", "disconnect()"]
 
     static func run(_ words: [String]) async throws -> ExitCode {
         let arguments = try Arguments(words, valued: ["dialect"], flags: ["help"])
@@ -18,101 +25,139 @@ enum DemoCommand {
             print(help)
             return .done
         }
-        let dialect = arguments.value("dialect") ?? "socketio"
-        guard dialect == "socketio" || dialect == "socket.io" else {
-            throw UsageError("the \(dialect) demo is not written yet; available: socketio")
+        let kinds = try arguments.value("dialect").map { [try DialectKind($0)] } ?? DialectKind.allCases
+        let log = DemoLog()
+        let handlers = ChatHandlers(log: log)
+        log.line("demo: one ChatHandlers value (message, member joined, error) attached to every session")
+        var table: [(String, [DemoOutcome])] = []
+        for kind in kinds {
+            let backend: any DemoBackend = switch kind {
+            case .socketio: try SocketIODemo()
+            case .pusher: try PusherDemo(vendor: .pusher)
+            case .bird: try PusherDemo(vendor: .bird)
+            case .actioncable: try ActionCableDemo()
+            }
+            table.append((backend.name, await drive(backend, handlers: handlers, log: log)))
+            backend.stop()
         }
-        return try await demo() ? .done : .failure
-    }
-}
-
-/// `realtime demo`: see ``DemoCommand/help``.
-func demo() async throws -> Bool {
-    let server = try SocketIOServer(configuration: .init(pingInterval: .seconds(5), pingTimeout: .seconds(5)))
-    defer { server.stop() }
-    server.namespace("/chat") { socket, auth in
-        guard auth?["token"] == "demo-token" else { return .reject("invalid token") }
-        socket.join("lobby")   // every client starts in the lobby, after every reconnect too
-        return .accept
-    }
-    server.on("join", in: "/chat") { socket, arguments, ack in
-        socket.join(arguments.first?.stringValue ?? "lobby")
-        ack?("joined")
-    }
-    server.on("say", in: "/chat") { _, arguments, _ in
-        server.emit("said", arguments, toRoom: "lobby", in: "/chat")
-    }
-    server.on("sum", in: "/chat") { _, arguments, ack in
-        ack?(.integer(arguments.compactMap(\.integerValue).reduce(0, +)))
-    }
-    server.on("reverse-bytes", in: "/chat") { _, arguments, ack in
-        ack?(.binary(Data((arguments.first?.binaryValue ?? Data()).reversed())))
+        printTable(table, log: log)
+        let failed = table.flatMap(\.1).filter { $0 == .failed }.count
+        log.line(failed == 0 ? "demo: every step passed" : "demo: \(failed) step\(failed == 1 ? "" : "s") failed")
+        return failed == 0 ? .done : .failure
     }
 
-    print("demo: embedded Socket.IO server on \(server.url.absoluteString)")
-    let session = RealtimeSession(dialect: .socketIO(url: server.url, auth: ["token": "demo-token"],
-                                                     defaultNamespaces: []))
-    let delivered = Locked(ConnectionState.initialized)
-    session.onStateChange { _, new in
-        delivered.withLock { $0 = new }
-        print("  state → \(new)")
+    /// Runs every step against one backend; a step that throws fails, and the next steps still run.
+    static func drive(_ backend: any DemoBackend, handlers: ChatHandlers, log: DemoLog) async -> [DemoOutcome] {
+        log.line("")
+        log.heading("\(backend.name): embedded server on \(backend.url)")
+        // Short, steady delays so the demo stays quick; apps keep the dialect's defaults.
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(300), multiplier: 2, maximumDelay: .seconds(2),
+                                     jitter: .none)
+        let session = backend.makeSession(SessionOptions(reconnectPolicy: policy))
+        let dropped = Locked(false)
+        session.onStateChange { _, new in
+            if !new.isConnected { dropped.withLock { $0 = true } }
+            log.line("    state → \(new)")
+        }
+        let channel = session.channel(backend.channel)
+        let ids = handlers.attach(to: session, channel: channel, presenceEvent: backend.presenceEvent)
+        log.line("  handlers attached: message \(ids.message), member joined "
+                 + "\(ids.memberAdded?.description ?? "— (no presence)"), error \(ids.failure)")
+        let tag = backend.name.lowercased().replacingOccurrences(of: " ", with: "-")
+        var results: [DemoOutcome] = []
+
+        func step(_ name: String, _ body: () async throws -> DemoOutcome) async {
+            let outcome: DemoOutcome
+            do {
+                outcome = try await body()
+            } catch {
+                log.line("    ! \(error)")
+                outcome = .failed
+            }
+            results.append(outcome)
+            log.line("  \(log.mark(outcome)) \(name)")
+        }
+
+        await step("subscribe \(backend.channel)") {
+            try await withTimeout(.seconds(10)) {
+                try await session.connect()
+                try await channel.subscribed()
+            }
+            return .passed
+        }
+        await step("a server event reaches the handler") {
+            backend.push("welcome to \(tag)")
+            return await waitFor(.seconds(5)) { handlers.count("welcome to \(tag)") == 1 } ? .passed : .failed
+        }
+        await step("request with an acknowledgement") {
+            guard let (text, right) = try await backend.request(on: channel) else {
+                log.line("    (\(backend.name) has no acknowledgements)")
+                return .notApplicable
+            }
+            log.line("    \(text)")
+            return right ? .passed : .failed
+        }
+        await step("presence: another member joins") {
+            guard let guest = backend.guest("guest-\(tag)") else {
+                log.line("    (\(backend.name) has no presence)")
+                return .notApplicable
+            }
+            defer { guest.disconnect() }
+            return await waitFor(.seconds(5)) { handlers.count("guest-\(tag)") == 1 } ? .passed : .failed
+        }
+        let offline = "sent offline on \(tag)"
+        await step("the server drops the connection: reconnect, re-join; a send made offline waits") {
+            dropped.withLock { $0 = false }
+            backend.drop()
+            // The state observer, not a poll of `state`: a quick reconnect could hide the drop from a poll.
+            guard await waitFor(.seconds(5), { dropped.withLock { $0 } }) else { return .failed }
+            let send = Task { try await backend.post(offline, on: channel) }
+            await waitFor(.seconds(2)) { session.bufferedSendCount > 0 }
+            log.line("    sends buffered while offline: \(session.bufferedSendCount)")
+            try await withTimeout(.seconds(10)) {
+                try await session.connect()
+                try await channel.subscribed()
+            }
+            try await send.value
+            return .passed
+        }
+        await step("the offline send was delivered once") {
+            // Bounded: waits for the first delivery, then looks for a second one briefly.
+            _ = await waitFor(.seconds(5)) { backend.received(offline) >= 1 }
+            _ = await waitFor(.milliseconds(300)) { backend.received(offline) > 1 }
+            log.line("    the server received it \(backend.received(offline)) time(s)")
+            return backend.received(offline) == 1 ? .passed : .failed
+        }
+        await step("off(id:) removes the handler") {
+            channel.off(id: ids.message)
+            let probe = Locked(false)
+            channel.once("message") { _ in probe.withLock { $0 = true } }
+            backend.push("after off on \(tag)")
+            guard await waitFor(.seconds(5), { probe.withLock { $0 } }) else { return .failed }
+            return handlers.count("after off on \(tag)") == 0 ? .passed : .failed
+        }
+        await step("disconnect() stays disconnected") {
+            session.disconnect()
+            return await waitFor(.seconds(5)) { session.state == .disconnected } ? .passed : .failed
+        }
+        session.removeAllHandlers()
+        return results
     }
-    session.onError { print("  error: \($0)") }
-    let chat = session.channel("/chat")
-    let heard = Locked<[String]>([])
-    chat.on("said") { event in
-        let text = event.data.stringValue ?? event.data.description
-        heard.withLock { $0.append(text) }
-        print("  /chat said: \(text)")
+
+    static func printTable(_ table: [(String, [DemoOutcome])], log: DemoLog) {
+        log.line("")
+        let width = (steps.map(\.count).max() ?? 0) + 2
+        func padded(_ text: String, _ count: Int) -> String {
+            text + String(repeating: " ", count: max(0, count - text.count))
+        }
+        log.line(padded("", width) + table.map { padded($0.0, 14) }.joined())
+        for (row, name) in steps.enumerated() {
+            let cells = table.map { column in
+                log.mark(column.1[row]) + String(repeating: " ", count: 13)
+            }
+            log.line(padded(name, width) + cells.joined())
+        }
     }
-    chat.on("are-you-there") { event in event.ack?("yes, still here") }
-
-    var checks: [(String, Bool)] = []
-    func check(_ name: String, _ passed: Bool) {
-        checks.append((name, passed))
-        print("\(passed ? "✓" : "✗") \(name)")
-    }
-
-    try await withTimeout(.seconds(10)) { try await session.connect() }
-    try await withTimeout(.seconds(10)) { _ = try await chat.subscribed() }
-    check("connected and joined /chat with auth", chat.state == .subscribed(recovered: nil))
-
-    let joined = try await chat.request("join", "news", timeout: .seconds(5))
-    check("request with acknowledgement: join(news) → \(joined.first?.description ?? "nothing")",
-          joined == ["joined"])
-    let sum = try await chat.request("sum", 1, 2, 3, 4, timeout: .seconds(5))
-    check("request with acknowledgement: sum(1, 2, 3, 4) = \(sum.first?.description ?? "?")", sum == [10])
-    let bytes = Data([1, 2, 3, 4, 5])
-    let reversed = try await chat.request("reverse-bytes", .binary(bytes), timeout: .seconds(5))
-    check("binary attachment both ways", reversed.first?.binaryValue == Data(bytes.reversed()))
-
-    try await chat.send("say", "hello, lobby")
-    await waitFor(.seconds(5)) { heard.withLock { $0.contains("hello, lobby") } }
-    check("room broadcast received", heard.withLock { $0.contains("hello, lobby") })
-
-    let answer = Locked<[JSONValue]?>(nil)
-    server.sockets(in: "/chat").first?.request("are-you-there", []) { reply in answer.withLock { $0 = reply } }
-    await waitFor(.seconds(5)) { answer.withLock { $0 } != nil }
-    check("the server's ack request answered: \(answer.withLock { $0 }?.first?.description ?? "nothing")",
-          answer.withLock { $0 } == ["yes, still here"])
-
-    print("demo: the server drops the connection; the session reconnects by its policy")
-    server.sockets(in: "/chat").first?.dropConnection()
-    await waitFor(.seconds(5)) { !session.state.isConnected }
-    let offline = Task { try await chat.send("say", "sent while offline") }
-    try await withTimeout(.seconds(15)) { _ = try await chat.subscribed() }
-    try await offline.value
-    await waitFor(.seconds(5)) { heard.withLock { $0.contains("sent while offline") } }
-    check("reconnected and re-joined /chat", session.state == .connected)
-    check("the send buffered while offline was delivered once",
-          heard.withLock { $0.filter { $0 == "sent while offline" }.count } == 1)
-
-    session.disconnect()
-    await waitFor(.seconds(5)) { delivered.withLock { $0 } == .disconnected }
-    check("disconnect() stays disconnected", session.state == .disconnected)
-    let passed = checks.filter(\.1).count
-    print("demo: \(passed) passed, \(checks.count - passed) failed")
-    return passed == checks.count
 }
 
 /// Runs `body`, failing with `.timedOut` if it takes longer than `limit`.
@@ -128,11 +173,13 @@ func withTimeout(_ limit: Duration, _ body: @escaping @Sendable () async throws 
     }
 }
 
-/// Polls `condition` every 10 ms for at most `limit` (the CLI, unlike tests, may wait on real time).
-func waitFor(_ limit: Duration, _ condition: () -> Bool) async {
+/// Polls `condition` every 10 ms for at most `limit`; returns whether it held (the CLI may wait on real time).
+@discardableResult
+func waitFor(_ limit: Duration, _ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + limit
     while !condition(), clock.now < deadline {
         try? await Task.sleep(for: .milliseconds(10))
     }
+    return condition()
 }
