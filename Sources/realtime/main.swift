@@ -5,7 +5,8 @@ import Realtime
 let usage = """
     usage: realtime <command> [arguments]
 
-      demo    [--dialect socketio]                   a live session against an embedded loopback server
+      demo    [--dialect socketio|pusher|bird|actioncable]
+                                                     one set of handlers against every embedded server
       listen  <socketio|pusher|bird|actioncable> <url> [--channel C]... [--count N] [--timeout S] [--json]
                                                      join channels and print their events
       send    <socketio|pusher|bird|actioncable> <url> --channel C --event E [--data JSON | --args JSON]

@@ -61,6 +61,17 @@ struct CLIServeTests {
         #expect(!run.lines.contains { $0.contains(#""subscribed""#) }, "\(run.transcript)")
     }
 
+    @Test("demo: every backend, one handler set, every step passed, exit 0")
+    func demo() async throws {
+        let run = try await runCLI(["demo"])
+        #expect(run.status == 0, "\(run.transcript)")
+        for backend in ["Socket.IO", "Pusher", "Bird", "Action Cable"] {
+            #expect(run.lines.contains { $0.hasPrefix("\(backend): embedded server on ") }, "\(run.transcript)")
+        }
+        #expect(!run.lines.contains { $0.contains("✗") }, "\(run.transcript)")
+        #expect(run.lines.last == "demo: every step passed", "\(run.transcript)")
+    }
+
     @Test("usage mistakes exit 2 before connecting", arguments: [
         ["listen"],
         ["listen", "mqtt", "ws://127.0.0.1:1"],
