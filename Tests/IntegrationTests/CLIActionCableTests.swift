@@ -20,7 +20,8 @@ struct CLIActionCableTests {
         try server.broadcast(stream: "echo:42", #"{"text":"from HTTP"}"#)
         let send = try await runCLI(["send", "actioncable", server.url.absoluteString,
                                      "--header", "Authorization: Bearer valid-bob", "--channel", "EchoChannel",
-                                     "--param", "room_id=42", "--event", "speak", "--data", #"{"text":"hi"}"#, "--json"])
+                                     "--param", "room_id=42", "--event", "speak", "--data", #"{"text":"hi"}"#,
+                                     "--json"])
         #expect(send.status == 0, "\(send.transcript)")
         #expect(send.lines == [CLILine.connecting, CLILine.connected, CLILine.subscribed(channel),
                                CLILine.sent(channel, "speak")], "\(send.transcript)")

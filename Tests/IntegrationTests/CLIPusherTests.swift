@@ -111,8 +111,9 @@ struct CLIPusherTests {
         // The first connection of a fresh server has socket id 1.1001.
         #expect(run.lines == [
             CLILine.connecting, CLILine.connected,
-            CLILine.error("subscription-rejected", "pusher refused the subscription to private-chat: Invalid signature: "
-                          + "expected HMAC SHA256 hex digest of 1.1001:private-chat"),
+            CLILine.error("subscription-rejected",
+                          "pusher refused the subscription to private-chat: Invalid signature: "
+                            + "expected HMAC SHA256 hex digest of 1.1001:private-chat"),
         ], "\(run.transcript)")
     }
 }

@@ -80,7 +80,9 @@ struct Arguments {
 
     func integer(_ name: String) throws -> Int? {
         guard let text = value(name) else { return nil }
-        guard let number = Int(text), number >= 0 else { throw UsageError("--\(name) takes a whole number, not \(text)") }
+        guard let number = Int(text), number >= 0 else {
+            throw UsageError("--\(name) takes a whole number, not \(text)")
+        }
         return number
     }
 

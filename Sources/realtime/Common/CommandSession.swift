@@ -65,10 +65,11 @@ final class CommandSession: Sendable {
         self.output = output
         self.finisher = finisher
         session.onStateChange { old, new in output.state(from: old, to: new) }
-        session.onError { error in
+        session.onError { [weak session] error in
             output.error(error)
             // A refused channel or a failed session ends the command: nothing more will come.
-            if Self.isTerminal(session.state) || channels.contains(where: { Self.isTerminal($0.state) }) {
+            let failed = session.map { Self.isTerminal($0.state) } ?? false
+            if failed || channels.contains(where: { Self.isTerminal($0.state) }) {
                 finisher.finish(.refused)
             }
         }

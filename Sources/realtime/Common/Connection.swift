@@ -44,7 +44,7 @@ enum ConnectionOptions {
                              on the auth endpoint's requests (Pusher/Bird)
         --json               one JSON object per line on stdout (otherwise readable lines; state, subscriptions
                              and errors go to stderr)
-        --insecure           allow ws:// and http:// to a host that is not loopback
+        --insecure           allow ws:// and http:// to a host that is not loopback (Socket.IO, Action Cable)
         --verbose            the session's log on stderr
       socketio:
         --auth JSON          the CONNECT payload of every namespace ('{"token":"secret"}')
@@ -54,7 +54,7 @@ enum ConnectionOptions {
         --cluster C          Pusher cluster (default mt1)       --region R   Bird region (default us1)
         --secret S           sign private-, presence- and encrypted channels here, with the app secret
                              (development only: never ship a secret)
-        --user-data JSON     the presence identity ('{"user_id":"1","user_info":{…}}'; Bird: member_id,
+        --user-data JSON     with --secret: the presence identity ('{"user_id":"1","user_info":{…}}'; Bird: member_id,
                              member_info); default: a user id made from the process id
         --encryption-master-key B64   the 32-byte key private-encrypted- channels derive their keys from
         --auth-endpoint URL  your backend's auth endpoint instead of --secret
@@ -152,7 +152,8 @@ enum ConnectionOptions {
         }
         let authorizer = try pusherAuthorizer(vendor, arguments, headers: headers)
         var made: PusherDialect = dialect == .bird
-            ? .bird(appKey: key, region: arguments.value("region") ?? "us1", authorizer: authorizer, host: host, port: port)
+            ? .bird(appKey: key, region: arguments.value("region") ?? "us1", authorizer: authorizer, host: host,
+                    port: port)
             : .pusher(key: key, cluster: arguments.value("cluster") ?? "mt1", authorizer: authorizer, host: host,
                       port: port)
         if let tls {
@@ -165,7 +166,9 @@ enum ConnectionOptions {
     private static func pusherAuthorizer(_ vendor: PusherVendor, _ arguments: Arguments,
                                          headers: [HTTPHeader]) throws -> PusherAuthorizer? {
         if let endpoint = arguments.value("auth-endpoint") {
-            guard arguments.value("secret") == nil else { throw UsageError("give --secret or --auth-endpoint, not both") }
+            guard arguments.value("secret") == nil else {
+                throw UsageError("give --secret or --auth-endpoint, not both")
+            }
             guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
                 throw UsageError("--auth-endpoint takes an http(s) url, not \(endpoint)")
             }
@@ -179,8 +182,8 @@ enum ConnectionOptions {
             }
             identity = text   // signed byte for byte as given
         } else {
-            identity = JSONValue.object([vendor.memberIDKey: .string("cli-\(ProcessInfo.processInfo.processIdentifier)")])
-                .serialized()
+            let id = "cli-\(ProcessInfo.processInfo.processIdentifier)"
+            identity = JSONValue.object([vendor.memberIDKey: .string(id)]).serialized()
         }
         var masterKey: [UInt8]?
         if let text = arguments.value("encryption-master-key") {

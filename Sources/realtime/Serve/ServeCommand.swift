@@ -241,7 +241,8 @@ struct SocketIOServe: EmbeddedServer {
     func printReady(_ output: Output) {
         let url = server.url.absoluteString
         announce(output, dialect: .socketio, url: url, credentials: [:],
-                 listen: "realtime listen socketio \(url) --channel /chat", command: "trigger <namespace> <event> <json>")
+                 listen: "realtime listen socketio \(url) --channel /chat",
+                 command: "trigger <namespace> <event> <json>")
     }
 
     func perform(_ verb: String, _ rest: Substring, output: Output) throws {
