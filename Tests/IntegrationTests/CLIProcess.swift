@@ -29,9 +29,10 @@ final class CLIProcess: Sendable {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
-    /// Starts `realtime <arguments>`; its stdin stays open (for `serve` commands) until ``closeInput()``.
-    init(_ arguments: [String]) throws {
-        guard let executable = Self.executable else {
+    /// Starts `realtime <arguments>` (or another `program`); its stdin stays open until ``stop()``, for `serve`
+    /// commands and for peers that exit when it closes.
+    init(_ arguments: [String], program: URL? = nil) throws {
+        guard let executable = program ?? Self.executable else {
             throw RealtimeError(.invalidArgument, "the realtime executable is not built: run swift build --build-tests")
         }
         self.arguments = arguments

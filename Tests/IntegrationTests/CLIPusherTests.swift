@@ -101,6 +101,38 @@ struct CLIPusherTests {
         ], "\(listener.transcript)")
     }
 
+    @Test("--auth-endpoint with --header signs through the app's backend; without the header: HTTP 403, exit 3")
+    func authEndpoint() async throws {
+        guard let python = RailsCableServer.executable("python3") else {
+            Issue.record("python3 is needed for the auth endpoint fixture")
+            return
+        }
+        let script = SocketIOPeer.repositoryRoot.appendingPathComponent("Tests/Fixtures/cli/auth_endpoint.py").path
+        let backend = try CLIProcess([script, "app-secret", "app-key", "t0ken"], program: URL(fileURLWithPath: python))
+        defer { backend.stop() }
+        let ready = await backend.line { $0.hasPrefix("READY ") }
+        let endpoint = "http://127.0.0.1:\(ready?.dropFirst(6) ?? "0")/pusher/auth"
+        let server = try await ServedCLI("pusher")
+        defer { server.process.stop() }
+
+        let signed = try CLIProcess(["listen", "pusher", server.url, "--key", "app-key", "--auth-endpoint", endpoint,
+                                     "--header", "Authorization: Bearer t0ken", "--channel", "private-x", "--json",
+                                     "--count", "1", "--timeout", "60"])
+        defer { signed.stop() }
+        #expect(await signed.subscribed("private-x"), "\(signed.transcript)\n\(backend.transcript)")
+        _ = await server.command(#"trigger private-x ping {}"#)
+        #expect(await signed.exitStatus() == 0, "\(signed.transcript)")
+        #expect(signed.lines == [CLILine.connecting, CLILine.connected, CLILine.subscribed("private-x"),
+                                 CLILine.event("private-x", "ping", "{}")], "\(signed.transcript)")
+
+        let refused = try await runCLI(["listen", "pusher", server.url, "--key", "app-key", "--auth-endpoint", endpoint,
+                                        "--channel", "private-x", "--json", "--timeout", "60"])
+        #expect(refused.status == 3, "\(refused.transcript)")
+        #expect(refused.lines == [CLILine.connecting, CLILine.connected,
+                                  CLILine.error("authorization-failed", "the auth endpoint answered HTTP 403")],
+                "\(refused.transcript)")
+    }
+
     @Test("a wrong secret: the error line and exit 3")
     func wrongSecret() async throws {
         let server = try await ServedCLI("pusher")
