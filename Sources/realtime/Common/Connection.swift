@@ -54,8 +54,8 @@ enum ConnectionOptions {
         --cluster C          Pusher cluster (default mt1)       --region R   Bird region (default us1)
         --secret S           sign private-, presence- and encrypted channels here, with the app secret
                              (development only: never ship a secret)
-        --user-data JSON     with --secret: the presence identity ('{"user_id":"1","user_info":{…}}'; Bird: member_id,
-                             member_info); default: a user id made from the process id
+        --user-data JSON     with --secret: the presence identity ('{"user_id":"1","user_info":{…}}';
+                             Bird: member_id, member_info); default: a user id made from the process id
         --encryption-master-key B64   the 32-byte key private-encrypted- channels derive their keys from
         --auth-endpoint URL  your backend's auth endpoint instead of --secret
       actioncable:

@@ -25,7 +25,8 @@ enum ServeCommand {
       pusher/bird  checks signatures of private-/presence- channels, keeps presence members, relays client-
                    events to the channel's other subscribers
       socketio     any client is accepted on the namespaces; "echo" is acknowledged with its arguments;
-                   "message" is relayed to the namespace's other sockets (and acknowledged with their count)
+                   "message" is relayed to the namespace's other sockets (and acknowledged with their count);
+                   WebSocket only: long-polling (--transport polling, upgrade) is refused with HTTP 400
       actioncable  any client is accepted; a subscription streams from its identifier
                    (ChatChannel{"room":42}); the action "speak" broadcasts its data to that stream, "echo" and
                    data without an action come back to the sender only
