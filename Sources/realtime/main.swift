@@ -1,37 +1,56 @@
 import Foundation
 import Realtime
 
-// realtime — command-line client for every dialect of the package.
+// realtime — the package's command-line client and embedded servers, for every dialect.
 let usage = """
-    usage: realtime <command> [options]
+    usage: realtime <command> [arguments]
 
-      demo   [--dialect socketio]             a live session against an embedded loopback server
-      listen <url> [--dialect socketio|actioncable] [--channel C]... [--param k=v]... [--header "N: v"]...
-             [--auth JSON] [--polling|--upgrade] [--count N] [--verbose] [--insecure]
-                                              print every event as a JSON line
-      send   <url> --channel C --event E [--data JSON] [--ack] [--timeout S] [--dialect …]
-                                              send one event (with --ack: wait for the acknowledgement)
+      demo    [--dialect socketio|pusher|bird|actioncable]
+                                                     one set of handlers against every embedded server
+      listen  <socketio|pusher|bird|actioncable> <url> [--channel C]... [--count N] [--timeout S] [--json]
+                                                     join channels and print their events
+      send    <socketio|pusher|bird|actioncable> <url> --channel C --event E [--data JSON | --args JSON]
+              [--ack] [--timeout S] [--json]         send one event, perform or client event
+      serve   <socketio|pusher|bird|actioncable> [--port P] [--json]
+                                                     run an embedded server for local development
+
+    `realtime <command> --help` tells more. Exit codes: 0 done, 2 usage, 3 refused or failed, 4 timeout.
     """
 
+let words = Array(CommandLine.arguments.dropFirst())
+let command = words.first
+let rest = Array(words.dropFirst())
+let helps: [String: String] = ["listen": ListenCommand.help, "send": SendCommand.help, "serve": ServeCommand.help,
+                               "demo": DemoCommand.help]
 do {
-    let options = try CommandLineOptions(Array(CommandLine.arguments.dropFirst()))
-    switch options.positional.first {
+    let code: ExitCode
+    switch command {
     case "demo":
-        exit(try await demo(options) ? 0 : 1)
+        code = try await DemoCommand.run(rest)
     case "listen":
-        try await listen(options)
+        code = try await ListenCommand.run(rest)
     case "send":
-        try await send(options)
-    case nil, "help":
-        print(usage)
+        code = try await SendCommand.run(rest)
+    case "serve":
+        code = try await ServeCommand.run(rest)
+    case "help", "--help", "-h":
+        print(rest.first.flatMap { helps[$0] } ?? usage)
+        code = .done
+    case nil:
+        printError(usage)
+        code = .usage
     case let other?:
-        printError("realtime: unknown command \(other)\n\(usage)")
-        exit(2)
+        printError("realtime: unknown command \(other)\n\n\(usage)")
+        code = .usage
     }
+    exit(code.rawValue)
 } catch let error as UsageError {
-    printError("realtime: \(error)\n\(usage)")
-    exit(2)
+    printError("realtime \(command ?? ""): \(error)\n(see realtime \(command ?? "") --help)")
+    exit(ExitCode.usage.rawValue)
+} catch let error as RealtimeError {
+    printError("realtime \(command ?? ""): \(error)")
+    exit(ExitCode.refused.rawValue)
 } catch {
-    printError("realtime: \(error)")
-    exit(1)
+    printError("realtime \(command ?? ""): \(error)")
+    exit(ExitCode.failure.rawValue)
 }

@@ -1,0 +1,70 @@
+import Foundation
+import Realtime
+
+/// `realtime listen <dialect> <url> …`: joins channels and prints their events.
+enum ListenCommand {
+    static let help = """
+    usage: realtime listen <socketio|pusher|bird|actioncable> <url> [options]
+
+    Connects, joins every --channel and prints what arrives until --count events or --timeout seconds.
+
+      --count N            stop after N events (exit 4 if --timeout comes first)
+      --timeout S          stop after S seconds: exit 0, or 4 before --count events or before every channel
+                           was confirmed
+    \(ConnectionOptions.help)
+
+    With --json each line is one object:
+      {"type":"state","from":"connecting","to":"connected"}
+      {"type":"subscribed","channel":"…"}
+      {"type":"event","channel":"…","event":"…","data":…}     (Socket.IO with several arguments: "args":[…])
+      {"type":"error","code":"…","message":"…"}
+    Pusher/Bird presence changes arrive as pusher:member_added / pusher:member_removed events (bird:…).
+    Socket.IO events that ask for an acknowledgement are acknowledged with no arguments.
+
+    examples:
+      realtime listen socketio http://127.0.0.1:3000 --channel /chat --auth '{"token":"secret"}' --json
+      realtime listen pusher ws://127.0.0.1:6001 --key app-key --secret app-secret --channel private-chat
+      realtime listen actioncable ws://127.0.0.1:3000/cable --channel 'ChatChannel{"room":42}' --count 1
+
+    exit: 0 done, 2 usage, 3 refused or failed (auth, channel, session), 4 --timeout before --count
+    """
+
+    static func run(_ words: [String]) async throws -> ExitCode {
+        let arguments = try Arguments(words, valued: ConnectionOptions.valued.union(["count"]),
+                                      flags: ConnectionOptions.flags)
+        if arguments.flag("help") {
+            print(help)
+            return .done
+        }
+        guard let dialectWord = arguments.positional.first else { throw UsageError("listen needs a dialect") }
+        let dialect = try DialectKind(dialectWord)
+        guard arguments.positional.count <= 2 else {
+            throw UsageError("unexpected \(arguments.positional.dropFirst(2).joined(separator: " "))")
+        }
+        let made = try ConnectionOptions.makeDialect(dialect, url: arguments.positional.dropFirst().first, arguments)
+        let channels = try ConnectionOptions.channels(arguments, dialect: dialect)
+        let limit = try arguments.integer("count")
+        let timeout = try arguments.seconds("timeout")
+        let output = Output(json: arguments.flag("json"))
+        let command = CommandSession(dialect: made, channels: channels, output: output,
+                                     verbose: arguments.flag("verbose"))
+        // Shown as the `subscribed` line instead.
+        let confirmation = dialect.vendor.map { $0.systemPrefix + "subscription_succeeded" }
+        let received = Locked(0)
+        command.session.onAny { event in
+            guard event.name != confirmation else { return command.announceBefore(event) }
+            command.announceBefore(event)
+            command.output.event(event)
+            event.ack?()
+            let count = received.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            if let limit, count >= limit { command.finisher.finish(.done) }
+        }
+        if limit == 0 { command.finisher.finish(.done) }
+        command.finish(after: timeout, with: limit == nil ? .done : .timedOut)
+        command.start()
+        return await command.exitCode()
+    }
+}

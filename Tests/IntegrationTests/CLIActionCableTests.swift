@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+/// `realtime listen` and `send` against Rails Action Cable under puma (`Tests/Fixtures/actioncable`), run as a
+/// user runs them: the built executable, its JSON lines compared exactly.
+@Suite("CLI against Rails Action Cable", .serialized,
+       .enabled(if: RailsCableServer.unavailableReason == nil || PeerRequirement.required,
+                Comment(rawValue: RailsCableServer.unavailableReason ?? "")))
+struct CLIActionCableTests {
+    @Test("listen hears an HTTP broadcast, then a perform that another CLI process sends")
+    func broadcastAndPerform() async throws {
+        let server = try await RailsCableServer.start()
+        defer { server.stop() }
+        let channel = #"EchoChannel{"room_id":42}"#
+        let listener = try CLIProcess(["listen", "actioncable", "\(server.url.absoluteString)?token=valid-alice",
+                                       "--channel", channel, "--json", "--count", "2", "--timeout", "60"])
+        defer { listener.stop() }
+        #expect(await listener.subscribed(channel), "\(listener.transcript)")
+
+        try server.broadcast(stream: "echo:42", #"{"text":"from HTTP"}"#)
+        let send = try await runCLI(["send", "actioncable", server.url.absoluteString,
+                                     "--header", "Authorization: Bearer valid-bob", "--channel", "EchoChannel",
+                                     "--param", "room_id=42", "--event", "speak", "--data", #"{"text":"hi"}"#,
+                                     "--json"])
+        #expect(send.status == 0, "\(send.transcript)")
+        #expect(send.lines == [CLILine.connecting, CLILine.connected, CLILine.subscribed(channel),
+                               CLILine.sent(channel, "speak")], "\(send.transcript)")
+
+        #expect(await listener.exitStatus() == 0, "\(listener.transcript)")
+        #expect(listener.lines == [
+            CLILine.connecting, CLILine.connected, CLILine.subscribed(channel),
+            CLILine.event(channel, "message", #"{"text":"from HTTP"}"#),
+            CLILine.event(channel, "message",
+                          #"{"action":"speak","data":{"text":"hi"},"from":"bob","room_id":42}"#),
+        ], "\(listener.transcript)")
+    }
+
+    @Test("a rejected subscription and an unauthorized connection print the error line and exit 3")
+    func refusals() async throws {
+        let server = try await RailsCableServer.start()
+        defer { server.stop() }
+        let rejected = try await runCLI(["listen", "actioncable", "\(server.url.absoluteString)?token=valid-alice",
+                                         "--channel", "RejectChannel", "--json", "--timeout", "60"])
+        #expect(rejected.status == 3, "\(rejected.transcript)")
+        #expect(rejected.lines == [
+            CLILine.connecting, CLILine.connected,
+            CLILine.error("subscription-rejected", "the server rejected the subscription to RejectChannel"),
+        ], "\(rejected.transcript)")
+
+        let unauthorized = try await runCLI(["listen", "actioncable", "\(server.url.absoluteString)?token=nobody",
+                                             "--channel", "EchoChannel", "--json", "--timeout", "60"])
+        #expect(unauthorized.status == 3, "\(unauthorized.transcript)")
+        #expect(unauthorized.lines == [
+            CLILine.connecting, #"{"type":"state","from":"connecting","to":"failed"}"#,
+            CLILine.error("connection-refused", "the server refused the connection (unauthorized)"),
+        ], "\(unauthorized.transcript)")
+    }
+}

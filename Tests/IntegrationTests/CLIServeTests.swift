@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+/// `realtime serve socketio` and `serve actioncable` with `listen` and `send` against them, plus usage errors
+/// and `--help`: the built executable only, no outside peer.
+@Suite("CLI serve, usage and help", .serialized)
+struct CLIServeTests {
+    @Test("serve socketio: a relayed message with several arguments carries args; echo is acknowledged; trigger")
+    func socketIO() async throws {
+        let server = try await ServedCLI("socketio")
+        defer { server.process.stop() }
+        let listener = try CLIProcess(["listen", "socketio", server.url, "--channel", "/chat", "--json",
+                                       "--count", "2", "--timeout", "60"])
+        defer { listener.stop() }
+        #expect(await listener.subscribed("/chat"), "\(listener.transcript)")
+        let send = try await runCLI(["send", "socketio", server.url, "--channel", "/chat", "--event", "message",
+                                     "--args", #"["hi",{"n":2}]"#, "--ack", "--json"])
+        #expect(send.status == 0, "\(send.transcript)")
+        #expect(send.lines.last == CLILine.ack("[1]"), "\(send.transcript)")
+        #expect(await server.command(#"trigger /chat news {"n": 3}"#)
+                == #"{"type":"triggered","channel":"/chat","event":"news","receivers":1}"#)
+        #expect(await listener.exitStatus() == 0, "\(listener.transcript)")
+        #expect(listener.lines == [
+            CLILine.connecting, CLILine.connected, CLILine.subscribed("/chat"),
+            CLILine.event("/chat", "message", #""hi""#, args: #"["hi",{"n":2}]"#),
+            CLILine.event("/chat", "news", #"{"n":3}"#),
+        ], "\(listener.transcript)")
+
+        let echo = try await runCLI(["send", "socketio", server.url, "--event", "echo", "--data", "true", "--ack",
+                                     "--json"])
+        #expect(echo.lines.last == CLILine.ack("[true]"), "\(echo.transcript)")
+    }
+
+    @Test("serve actioncable: a perform broadcast to the identifier's stream, and a broadcast typed on stdin")
+    func actionCable() async throws {
+        let server = try await ServedCLI("actioncable")
+        defer { server.process.stop() }
+        let channel = #"ChatChannel{"room":42}"#
+        let listener = try CLIProcess(["listen", "actioncable", server.url, "--channel", "ChatChannel",
+                                       "--param", "room=42", "--json", "--count", "2", "--timeout", "60"])
+        defer { listener.stop() }
+        #expect(await listener.subscribed(channel), "\(listener.transcript)")
+        let send = try await runCLI(["send", "actioncable", server.url, "--channel", channel, "--event", "speak",
+                                     "--data", #"{"text":"hi"}"#, "--json"])
+        #expect(send.status == 0, "\(send.transcript)")
+        #expect(await server.command(#"broadcast ChatChannel{"room":42} {"text": "from stdin"}"#)
+                == #"{"type":"triggered","channel":"ChatChannel{\"room\":42}"}"#)
+        #expect(await listener.exitStatus() == 0, "\(listener.transcript)")
+        #expect(listener.lines == [
+            CLILine.connecting, CLILine.connected, CLILine.subscribed(channel),
+            CLILine.event(channel, "message", #"{"text":"hi"}"#),
+            CLILine.event(channel, "message", #"{"text":"from stdin"}"#),
+        ], "\(listener.transcript)")
+    }
+
+    @Test("nothing listening: the session keeps retrying and --timeout exits 4, as no channel was confirmed")
+    func nothingListening() async throws {
+        let run = try await runCLI(["listen", "socketio", "http://127.0.0.1:1", "--json", "--timeout", "2"])
+        #expect(run.status == 4, "\(run.transcript)")
+        #expect(run.lines.first == CLILine.connecting, "\(run.transcript)")
+        #expect(!run.lines.contains { $0.contains(#""subscribed""#) }, "\(run.transcript)")
+    }
+
+    @Test("demo: every backend, one handler set, every step passed, exit 0")
+    func demo() async throws {
+        let run = try await runCLI(["demo"])
+        #expect(run.status == 0, "\(run.transcript)")
+        for backend in ["Socket.IO", "Pusher", "Bird", "Action Cable"] {
+            #expect(run.lines.contains { $0.hasPrefix("\(backend): embedded server on ") }, "\(run.transcript)")
+        }
+        #expect(!run.lines.contains { $0.contains("✗") }, "\(run.transcript)")
+        #expect(run.lines.last == "demo: every step passed", "\(run.transcript)")
+    }
+
+    @Test("usage mistakes exit 2 before connecting", arguments: [
+        ["listen"],
+        ["listen", "mqtt", "ws://127.0.0.1:1"],
+        ["listen", "pusher", "ws://127.0.0.1:1", "--channel", "news"],              // no --key
+        ["listen", "socketio", "http://127.0.0.1:1", "--bogus", "1"],
+        ["send", "pusher", "ws://127.0.0.1:1", "--key", "k", "--channel", "private-a", "--event", "hello"],
+        ["send", "socketio", "http://127.0.0.1:1", "--event", "e", "--data", "not json"],
+        ["send", "actioncable", "ws://127.0.0.1:1/cable", "--channel", "C", "--event", "e", "--ack"],
+        ["serve", "socketio", "--port", "70000"],
+        ["nonsense"],
+    ])
+    func usageErrors(arguments: [String]) async throws {
+        let run = try await runCLI(arguments)
+        #expect(run.status == 2, "\(run.transcript)")
+        #expect(run.lines.isEmpty, "\(run.transcript)")
+    }
+
+    @Test("--help on every command prints its usage and exits 0", arguments: ["listen", "send", "serve", "demo"])
+    func help(command: String) async throws {
+        let run = try await runCLI([command, "--help"])
+        #expect(run.status == 0, "\(run.transcript)")
+        #expect(run.lines.first?.hasPrefix("usage: realtime \(command)") == true, "\(run.transcript)")
+        #expect(run.lines.contains { $0.contains("exit") }, "\(run.transcript)")
+    }
+}
