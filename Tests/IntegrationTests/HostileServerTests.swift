@@ -8,12 +8,12 @@ import Testing
 final class HostileServer: Sendable {
     let port: Int
     private let process: Process
-    private let lines: Locked<[String]>
+    private let output: PeerOutput
 
-    private init(port: Int, process: Process, lines: Locked<[String]>) {
+    private init(port: Int, process: Process, output: PeerOutput) {
         self.port = port
         self.process = process
-        self.lines = lines
+        self.output = output
     }
 
     static func start(_ arguments: String...) async throws -> HostileServer {
@@ -25,45 +25,23 @@ final class HostileServer: Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let lines = Locked<[String]>([])
-        let reading = output.fileHandleForReading
-        Thread.detachNewThread {
-            var buffer = Data()
-            while true {
-                let chunk = reading.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0a) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    lines.withLock { $0.append(line) }
-                }
-            }
-        }
+        let lines = PeerOutput()
+        lines.follow(output.fileHandleForReading)
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            if let line = lines.withLock({ $0.first }), line.hasPrefix("port "), let port = Int(line.dropFirst(5)) {
-                return HostileServer(port: port, process: process, lines: lines)
+            if let line = lines.lines.first, line.hasPrefix("port "), let port = Int(line.dropFirst(5)) {
+                return HostileServer(port: port, process: process, output: lines)
             }
             try await Task.sleep(for: .milliseconds(10))
         }
-        Foundation.kill(process.processIdentifier, SIGKILL)
+        PusherFakeServer.killAndReap(process)
         throw RealtimeError(.connectTimedOut, "the hostile server did not print its port")
     }
 
     /// Connections the server has accepted so far.
-    var connections: Int { lines.withLock { $0.filter { $0.hasPrefix("connection ") }.count } }
+    var connections: Int { output.lines.filter { $0.hasPrefix("connection ") }.count }
 
-    func stop() {
-        let pid = process.processIdentifier
-        guard pid > 0 else { return }
-        Foundation.kill(pid, SIGKILL)
-        var status: Int32 = 0
-        for _ in 0..<500 {
-            if waitpid(pid, &status, WNOHANG) != 0 { return }
-            usleep(10_000)
-        }
-    }
+    func stop() { PusherFakeServer.killAndReap(process) }
 
     deinit { stop() }
 }
