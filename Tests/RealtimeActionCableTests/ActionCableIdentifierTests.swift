@@ -128,4 +128,16 @@ struct ActionCableIdentifierTests {
         #expect(guarantor.maximumAttempts == 1)
         #expect(ActionCableDialect.SubscriptionGuarantor().interval == .milliseconds(500))
     }
+
+    @Test("trace lines mask every identifier parameter but the channel class")
+    func identifierRedacted() throws {
+        let dialect = ActionCableDialect.actionCable(url: URL(string: "ws://127.0.0.1:3000/cable")!)
+        let identifier = try ActionCableIdentifier.make(for: ChannelID("RoomChannel", params: ["room_key": "S3CRET", "id": 7]))
+        let frame = JSONValue.object(["command": "subscribe", "identifier": .string(identifier)]).serialized()
+        let line = dialect.logDescription(of: .text(frame))
+        #expect(!line.contains("S3CRET"))
+        #expect(line.contains("RoomChannel"))
+        #expect(line.contains("subscribe"))
+    }
 }
+

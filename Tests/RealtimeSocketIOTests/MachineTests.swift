@@ -592,4 +592,17 @@ struct DialectTests {
         let two = OutgoingMessage(channel: "/", event: "b", arguments: [.binary(Data([1])), [.binary(Data([2]))]])
         #expect(dialect.validate(two, expectsReply: false)?.code == .limitExceeded)
     }
+
+    @Test("trace lines mask a CONNECT payload whole: every string of the auth object, whatever its names")
+    func connectPayloadRedacted() {
+        let dialect = SocketIODialect(url: URL(string: "https://h")!)
+        let line = dialect.logDescription(of: .text(#"40/chat,{"jwt":"S3CRET-a","pin":"S3CRET-b","tries":3}"#))
+        #expect(!line.contains("S3CRET"))
+        #expect(line.hasPrefix("40/chat,{"))
+        #expect(line.contains(#""jwt":"<redacted>""#))
+        // Events keep their data, minus members with secret names.
+        let event = dialect.logDescription(of: .text(#"42/chat,["msg",{"text":"hi","token":"S3CRET"}]"#))
+        #expect(event.contains(#""text":"hi""#) && !event.contains("S3CRET"))
+    }
 }
+

@@ -36,12 +36,17 @@ public protocol RealtimeDialect: Sendable {
     /// (reserved event names, `client-` prefix rules, requests on a dialect without acks).
     /// `expectsReply` is `true` for `request`. Returns `nil` when the message is acceptable.
     func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError?
+
+    /// A frame as a trace line shows it, with its secrets masked. The default runs ``Redaction`` over
+    /// the text; a dialect overrides it to mask payloads that are secret as a whole (auth objects).
+    func logDescription(of frame: TransportFrame) -> String
 }
 
 extension RealtimeDialect {
     public var defaultChannels: [ChannelID] { [] }
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
     public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? { nil }
+    public func logDescription(of frame: TransportFrame) -> String { frame.redactedDescription }
 }
 
 /// How the engine obtains the request for one connection attempt.
@@ -206,4 +211,15 @@ public protocol DialectMachine: Sendable {
     /// (Whatever the dialect answers, a transport failure with code `.invalidArgument` — a bad URL, `ws://`
     /// to a remote host without the opt-in — is terminal: retrying the same request cannot help.)
     mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd
+}
+
+extension TransportFrame {
+    /// The frame for a log line: text redacted by ``Redaction`` and cut to 512 characters, binary as its
+    /// size.
+    public var redactedDescription: String {
+        switch self {
+        case .text(let text): Redaction.describeForLog(text)
+        case .binary(let data): "<\(data.count) bytes>"
+        }
+    }
 }

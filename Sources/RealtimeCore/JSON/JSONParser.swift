@@ -104,6 +104,15 @@ struct JSONParser {
         return value
     }
 
+    /// Parses the value at the start of the input and stops after it, leaving `offset` there; for JSON
+    /// embedded in other text (log lines).
+    mutating func parseLeadingValue() throws(RealtimeError) -> JSONValue {
+        try parseValueTree()
+    }
+
+    /// The byte offset the parser has reached.
+    var offset: Int { index }
+
     private mutating func parseValueTree() throws(RealtimeError) -> JSONValue {
         var containers: [Container] = []
         var elements: [JSONValue] = []

@@ -109,7 +109,7 @@ final class SessionEngine: Sendable {
             case .open(let connection, let request):
                 open(connection, request)
             case .send(let connection, let frames):
-                if tracesFrames { for frame in frames { log(.trace, "→ \(Self.describe(frame))") } }
+                if tracesFrames { for frame in frames { log(.trace, "→ \(dialect.logDescription(of: frame))") } }
                 io.withLock { $0.connections[connection] }?.send(frames)
             case .close(let connection, let code, let reason):
                 io.withLock { $0.connections[connection] }?.close(code: code, reason: reason)
@@ -153,7 +153,7 @@ final class SessionEngine: Sendable {
         let handle = transport.open(request) { [weak self] event in
             guard let self else { return }
             if self.tracesFrames, case .received(let frames) = event {
-                for frame in frames { self.log(.trace, "← \(Self.describe(frame))") }
+                for frame in frames { self.log(.trace, "← \(self.dialect.logDescription(of: frame))") }
             }
             if case .closed = event {
                 self.io.withLock { io in
@@ -237,13 +237,6 @@ final class SessionEngine: Sendable {
     }
 
     private var tracesFrames: Bool { logHandler != nil && logLevel <= .trace }
-
-    private static func describe(_ frame: TransportFrame) -> String {
-        switch frame {
-        case .text(let text): return text.count > 512 ? String(text.prefix(512)) + "…" : text
-        case .binary(let data): return "<\(data.count) bytes>"
-        }
-    }
 
     func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard let logHandler, level >= logLevel else { return }
