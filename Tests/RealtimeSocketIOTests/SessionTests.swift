@@ -50,6 +50,24 @@ struct SessionTests {
         return (session, transport, clock, tokens)
     }
 
+    @Test("two spellings of one namespace share one subscription: \"\" is \"/\", \"chat\" is \"/chat\"", .timeLimit(.minutes(1)))
+    func namespaceSpellings() async throws {
+        let (session, transport, _, _) = makeSession(auth: nil)
+        let slashChat = session.channel("/chat")
+        let bareChat = session.channel("chat")
+        let empty = session.channel("")
+        #expect(bareChat.id == "/chat")
+        #expect(empty.id == "/")
+        try await session.connect()
+        try await slashChat.subscribed()
+        try await bareChat.subscribed()
+        try await empty.subscribed()
+        #expect(bareChat.state == .subscribed(recovered: nil) && empty.state == .subscribed(recovered: nil))
+        // One CONNECT per namespace on the wire.
+        let connects = transport.peers[0].receivedTexts.filter { $0.hasPrefix("40") }
+        #expect(connects.filter { $0.hasPrefix("40/chat,") }.count == 1)
+    }
+
     @Test func connectsJoinsAndRequests() async throws {
         let (session, transport, _, tokens) = makeSession(auth: ["token": "secret"], requiredToken: "secret")
         let welcomes = Locked<[JSONValue]>([])

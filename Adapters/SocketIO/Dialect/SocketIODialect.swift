@@ -94,7 +94,12 @@ public struct SocketIODialect: RealtimeDialect {
     public var name: String { "socket.io" }
 
     /// ``defaultNamespaces``: `/` unless configured otherwise.
-    public var defaultChannels: [ChannelID] { defaultNamespaces }
+    public var defaultChannels: [ChannelID] { defaultNamespaces.map(canonicalChannel) }
+
+    /// A namespace always starts with `/` (`""` is `/`), and has no parameters.
+    public func canonicalChannel(_ channel: ChannelID) -> ChannelID {
+        ChannelID(channel.name.hasPrefix("/") ? channel.name : "/" + channel.name)
+    }
 
     /// A fresh ``SocketIOMachine``.
     public func makeMachine() -> SocketIOMachine {

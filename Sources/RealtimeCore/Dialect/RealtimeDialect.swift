@@ -40,6 +40,11 @@ public protocol RealtimeDialect: Sendable {
     /// A frame as a trace line shows it, with its secrets masked. The default runs ``Redaction`` over
     /// the text; a dialect overrides it to mask payloads that are secret as a whole (auth objects).
     func logDescription(of frame: TransportFrame) -> String
+
+    /// The one spelling of `channel` this dialect uses, so that two spellings of the same channel
+    /// (Socket.IO's `""` and `"/"`, `"chat"` and `"/chat"`) share one subscription, one state and one set of
+    /// handlers. The default returns `channel` unchanged.
+    func canonicalChannel(_ channel: ChannelID) -> ChannelID
 }
 
 extension RealtimeDialect {
@@ -47,6 +52,7 @@ extension RealtimeDialect {
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
     public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? { nil }
     public func logDescription(of frame: TransportFrame) -> String { frame.redactedDescription }
+    public func canonicalChannel(_ channel: ChannelID) -> ChannelID { channel }
 }
 
 /// How the engine obtains the request for one connection attempt.

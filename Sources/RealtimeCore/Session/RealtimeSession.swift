@@ -93,8 +93,11 @@ public final class RealtimeSession: Sendable {
     /// The channel `id`, joined now and re-joined after every reconnect until ``RealtimeChannel/leave()``.
     /// The result may be ignored: the channel stays joined either way.
     /// Calling it again for the same id returns an equivalent handle (and re-joins a failed channel).
+    /// The dialect settles the spelling first: on Socket.IO `channel("chat")` is `channel("/chat")` and
+    /// `channel("")` is `channel("/")`, and the handle's ``RealtimeChannel/id`` shows the settled form.
     @discardableResult
     public func channel(_ id: ChannelID) -> RealtimeChannel {
+        let id = engine.canonicalChannel(id)
         engine.submit(.subscribe(id))
         return RealtimeChannel(id: id, engine: engine)
     }

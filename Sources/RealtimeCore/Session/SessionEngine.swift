@@ -52,6 +52,11 @@ final class SessionEngine: Sendable {
                                   options: options, defaultChannels: dialect.defaultChannels))
     }
 
+    /// The dialect's spelling of `channel`.
+    func canonicalChannel(_ channel: ChannelID) -> ChannelID {
+        dialect.canonicalChannel(channel)
+    }
+
     /// Validates an outgoing message with the dialect's rules.
     func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
         dialect.validate(message, expectsReply: expectsReply)
