@@ -358,6 +358,53 @@ struct SessionEngineTests {
         #expect(texts(harness.peers[0]).filter { $0.contains("ackreply") } == [#"{"args":["yes"],"id":7,"t":"ackreply"}"#])
     }
 
+    @Test("values that cannot travel as JSON are refused with a typed error: too deep, NaN, unencodable")
+    func unsendableValues() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        try await harness.session.connect()
+        var deep: JSONValue = 0
+        for _ in 0..<10_000 { deep = .array([deep]) }
+        var shallowEnough: JSONValue = 0
+        for _ in 0..<512 { shallowEnough = .array([shallowEnough]) }
+        await #expect(throws: RealtimeError.self) { try await room.send("x", deep) }
+        do { try await room.send("x", deep) } catch let error as RealtimeError { #expect(error.code == .limitExceeded) }
+        try await room.send("ok", shallowEnough)
+        for number in [Double.nan, .infinity, -.infinity] {
+            do {
+                try await room.send("x", ["n": .double(number)])
+                Issue.record("\(number) was sent")
+            } catch let error as RealtimeError {
+                #expect(error.code == .invalidArgument)
+            }
+        }
+        struct Refuses: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                throw EncodingError.invalidValue(0, .init(codingPath: [], debugDescription: "refused"))
+            }
+        }
+        do {
+            try await room.send("x", encoding: Refuses())
+            Issue.record("an unencodable value was sent")
+        } catch let error as RealtimeError {
+            #expect(error.code == .invalidArgument)
+            #expect(error.context.detail?.contains("refused") == true)
+        }
+        // Nothing but the one acceptable message reached the wire.
+        #expect(texts(harness.peers[0]).filter { $0.contains(#""name":"#) }.count == 1)
+    }
+
+    @Test("an acknowledgement that cannot travel as JSON is reported through onError, not sent")
+    func unsendableAck() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        room.on("ask") { event in event.ack?(.double(.nan)) }
+        try await harness.session.connect()
+        harness.peers[0].send(text: #"{"t":"ev","ch":"room","name":"ask","ack":7}"#)
+        #expect(!texts(harness.peers[0]).contains { $0.contains("ackreply") })
+        #expect(harness.errorLog.map(\.code) == [.invalidArgument])
+    }
+
     @Test("a refused channel reports a typed error and refuses sends")
     func refusedChannel() async throws {
         let subPrivate = TransportFrame.text(#"{"ch":"private","t":"sub"}"#)

@@ -68,6 +68,25 @@ struct SessionTests {
         #expect(connects.filter { $0.hasPrefix("40/chat,") }.count == 1)
     }
 
+    @Test("a value nested 10,000 deep is refused before the attachment walk, with .limitExceeded")
+    func deepValueRefused() async throws {
+        let (session, transport, _, _) = makeSession(auth: nil)
+        let root = session.channel("/")
+        try await session.connect()
+        try await root.subscribed()
+        var deep: JSONValue = .binary(Data([1]))
+        for _ in 0..<10_000 { deep = .array([deep]) }
+        for expectsReply in [false, true] {
+            do {
+                if expectsReply { _ = try await root.request("x", arguments: [deep]) } else { try await root.send("x", deep) }
+                Issue.record("a 10,000-deep value was sent")
+            } catch let error as RealtimeError {
+                #expect(error.code == .limitExceeded)
+            }
+        }
+        #expect(!transport.peers[0].receivedTexts.contains { $0.hasPrefix("45") || $0.hasPrefix("42") })
+    }
+
     @Test func connectsJoinsAndRequests() async throws {
         let (session, transport, _, tokens) = makeSession(auth: ["token": "secret"], requiredToken: "secret")
         let welcomes = Locked<[JSONValue]>([])

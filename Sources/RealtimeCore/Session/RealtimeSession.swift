@@ -243,9 +243,19 @@ public struct RealtimeChannel: Sendable {
         try await send(event, arguments: arguments)
     }
 
-    /// Sends `event` with `value` encoded as JSON.
+    /// Sends `event` with `value` encoded as JSON. A value `encoder` cannot encode throws
+    /// `.invalidArgument` with the encoder's explanation in `context.detail`.
     public func send(_ event: String, encoding value: some Encodable, encoder: JSONEncoder = JSONEncoder()) async throws {
-        try await send(event, arguments: [JSONValue(encoding: value, encoder: encoder)])
+        let encoded: JSONValue
+        do {
+            encoded = try JSONValue(encoding: value, encoder: encoder)
+        } catch let error as RealtimeError {
+            throw error
+        } catch {
+            throw RealtimeError(.invalidArgument, "could not encode the value of \(event) as JSON",
+                                context: .init(channel: id, detail: String(describing: error)))
+        }
+        try await send(event, arguments: [encoded])
     }
 
     /// Sends `event` and waits for the server's acknowledgement (Socket.IO). Throws `.timedOut` when no

@@ -59,7 +59,18 @@ final class SessionEngine: Sendable {
 
     /// Validates an outgoing message with the dialect's rules.
     func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
-        dialect.validate(message, expectsReply: expectsReply)
+        if let error = Self.unsendable(message.arguments) { return error }
+        return dialect.validate(message, expectsReply: expectsReply)
+    }
+
+    /// Why `arguments` cannot be sent (too deep, NaN), checked before any dialect walks them.
+    static func unsendable(_ arguments: [JSONValue]) -> RealtimeError? {
+        do throws(RealtimeError) {
+            for argument in arguments { try argument.validateForSending() }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     var state: ConnectionState { core.withLock { $0.state } }
@@ -194,6 +205,12 @@ final class SessionEngine: Sendable {
                     return !flag
                 }
                 guard first else { return }
+                if let error = Self.unsendable(arguments) {
+                    var error = error
+                    error.message = "acknowledgement not sent: " + error.message
+                    self?.deliver([.error(error)])
+                    return
+                }
                 self?.submit(.acknowledge(connection: connection, token, arguments))
             }
             return .event(event, connection: connection, bytes: bytes)
