@@ -116,4 +116,38 @@ struct HostileServerTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(server.connections == 4)
     }
+
+    @Test("an upgrade that goes wrong reaches onError typed, and connect() gives up in time naming it",
+          arguments: [("bad-accept", RealtimeError.Code.handshakeInvalid), ("no-upgrade", .handshakeInvalid),
+                      ("endless-headers", .handshakeInvalid), ("silent", .connectTimedOut)])
+    func brokenUpgrade(mode: String, expected: RealtimeError.Code) async throws {
+        let server = try await HostileServer.start(mode)
+        defer { server.stop() }
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 1, maximumDelay: .milliseconds(100),
+                                     jitter: .none)
+        let session = session(server, policy: policy) {
+            $0.connectTimeout = .seconds(1)
+            $0.connectCallTimeout = .seconds(3)
+        }
+        let errors = Locked<[RealtimeError]>([])
+        session.onError { error in errors.withLock { $0.append(error) } }
+        let started = ContinuousClock.now
+        do {
+            try await session.connect()
+            Issue.record("connected to a server in mode \(mode)")
+        } catch let error as RealtimeError {
+            let waited = ContinuousClock.now - started
+            let seen = errors.withLock { $0 }
+            print("\(mode): connect() threw after \(waited): \(error); \(seen.count) errors reported, first: "
+                  + (seen.first.map(String.init(describing:)) ?? "none"))
+            #expect(error.code == .connectTimedOut)
+            #expect(error.context.detail?.contains(expected.rawValue) == true)
+            #expect(!seen.isEmpty)
+            #expect(seen.allSatisfy { $0.code == expected })
+            #expect(waited < .seconds(10))
+        }
+        session.disconnect()
+        #expect(server.connections >= 1)
+    }
 }
+

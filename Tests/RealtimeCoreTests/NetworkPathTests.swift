@@ -56,7 +56,7 @@ struct NetworkPathTests {
 
     @Test("connect() while the path is down waits for it instead of failing or spending attempts")
     func connectWhileOffline() async throws {
-        let harness = EngineHarness()
+        let harness = EngineHarness(options: { $0.connectCallTimeout = nil })
         harness.session.networkPathChanged(isAvailable: false)
         let connecting = Task { try await harness.session.connect() }
         await eventually("waiting for the network") { harness.session.state == .waitingForNetwork }

@@ -608,4 +608,70 @@ struct SessionEngineTests {
         clock.advance(by: .seconds(60))
         #expect(transport.peers.count == 1)
     }
+
+    @Test("every failed attempt reaches onError; connect() gives up at its timeout naming the last failure")
+    func attemptFailuresReachTheApp() async throws {
+        let transport = InMemoryTransport(autoAccept: false) { peer in
+            peer.fail(RealtimeError(.handshakeInvalid, "Sec-WebSocket-Accept does not match the key"))
+        }
+        let clock = ManualClock()
+        let errors = Locked<[RealtimeError]>([])
+        let session = RealtimeSession(dialect: LineDialect(), transport: transport,
+                                      options: SessionOptions(delivery: .inline, connectCallTimeout: .seconds(10),
+                                                              clock: clock, randomSource: .seeded(1)))
+        session.onError { error in errors.withLock { $0.append(error) } }
+        let connecting = Task { try await session.connect() }
+        await eventually("the first attempt failed") { errors.withLock { $0.count } == 1 }
+        #expect(errors.withLock { $0 }.map(\.code) == [.handshakeInvalid])
+        // Backoff attempts keep failing, and each one is reported.
+        for _ in 0..<4 { clock.advance(by: .seconds(2)) }
+        let reported = errors.withLock { $0.count }
+        #expect(reported >= 3)
+        #expect(reported == transport.peers.count)
+        clock.advance(by: .seconds(10))
+        do {
+            try await connecting.value
+            Issue.record("connect() returned against a server that always fails")
+        } catch let error as RealtimeError {
+            #expect(error.code == .connectTimedOut)
+            #expect(error.message.contains("failed attempts"))
+            #expect(error.context.detail?.contains("handshake-invalid: Sec-WebSocket-Accept") == true)
+            #expect(error.description.contains("Sec-WebSocket-Accept"))
+        }
+        // The session keeps trying by its policy until the app stops it.
+        #expect(session.state != .disconnected)
+        session.disconnect()
+        #expect(session.state == .disconnected)
+    }
+
+    @Test("connect(timeout:) bounds one call; a success before it cancels the deadline")
+    func connectTimeoutPerCall() async throws {
+        let harness = EngineHarness(script: { index in index == 0 ? nil : EngineHarness.welcome() })
+        let first = Task { try await harness.session.connect(timeout: .seconds(5)) }
+        await eventually("connecting") { harness.peers.count == 1 }
+        harness.clock.advance(by: .seconds(5))
+        await #expect(throws: RealtimeError.self) { try await first.value }
+        #expect(harness.errorLog.isEmpty)   // the attempt itself has not failed yet
+        // The attempt times out (20 s), the next one succeeds, and a later deadline changes nothing.
+        let second = Task { try await harness.session.connect(timeout: .seconds(60)) }
+        harness.clock.advance(by: .seconds(15))
+        harness.clock.advance(by: .seconds(2))
+        await eventually("the retry") { harness.peers.count == 2 }
+        try await second.value
+        #expect(harness.session.state == .connected)
+        #expect(harness.errorLog.map(\.code) == [.connectTimedOut])
+        harness.clock.advance(by: .seconds(60))
+        #expect(harness.session.state == .connected)
+    }
+
+    @Test("a connection that breaks after the handshake reports why through onError")
+    func postHandshakeFailuresReported() async throws {
+        let harness = EngineHarness(script: { index in
+            index == 0 ? EngineHarness.welcome() : EngineHarness.welcome(id: "conn-2")
+        })
+        try await harness.session.connect()
+        harness.peers[0].fail(RealtimeError(.protocolViolation, "a masked frame from the server"))
+        #expect(harness.errorLog.map(\.code) == [.protocolViolation])
+    }
 }
+

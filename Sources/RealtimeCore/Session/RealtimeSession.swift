@@ -46,16 +46,25 @@ public final class RealtimeSession: Sendable {
     public var dialectName: String { engine.dialectName }
 
     /// Connects and waits until the dialect's handshake completes. Failed attempts are retried by the
-    /// reconnect policy while this waits; it throws when the session fails or the app disconnects.
-    public func connect() async throws {
+    /// reconnect policy while this waits, and each failure also reaches ``onError(perform:)`` and
+    /// ``errors`` as it happens.
+    ///
+    /// - Parameter timeout: how long to wait over all attempts; `nil` uses
+    ///   `SessionOptions.connectCallTimeout` (30 s by default).
+    /// - Throws: `.connectTimedOut` when the time runs out, with the last attempt's failure in
+    ///   `context.detail` (the session keeps trying; `disconnect()` stops it); the session's error when
+    ///   it fails (a terminal error, or the policy's limits reached); `.disconnected` when the app
+    ///   disconnects meanwhile.
+    public func connect(timeout: Duration? = nil) async throws {
+        let timeout = timeout ?? engine.connectCallTimeout
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            engine.submit(.connect { result in continuation.resume(with: result.mapError { $0 }) })
+            engine.submit(.connect({ result in continuation.resume(with: result.mapError { $0 }) }, timeout: timeout))
         }
     }
 
     /// Starts connecting without waiting.
     public func start() {
-        engine.submit(.connect(nil))
+        engine.submit(.connect(nil, timeout: nil))
     }
 
     /// Closes the connection and stays disconnected: no reconnect fires until ``connect()`` is called

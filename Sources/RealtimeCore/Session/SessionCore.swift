@@ -7,7 +7,8 @@ import Foundation
 typealias Completion<Value: Sendable> = @Sendable (Result<Value, RealtimeError>) -> Void
 
 enum EngineInput: Sendable {
-    case connect(Completion<Void>?)
+    /// `timeout`: how long the caller waits for `.connected` (nil: no bound).
+    case connect(Completion<Void>?, timeout: Duration?)
     case disconnect
     case subscribe(ChannelID)
     case awaitSubscription(ChannelID, Completion<Bool?>)
@@ -36,6 +37,8 @@ enum EngineTimer: Hashable, Sendable {
     case stability
     case sendDeadline(UInt64)
     case requestDeadline(RequestID)
+    /// A `connect()` caller has waited as long as it allowed.
+    case connectDeadline(UInt64)
     case dialect(TimerKey)
 }
 
@@ -106,7 +109,10 @@ struct SessionCore: Sendable {
     private var connectionCounter: UInt64 = 0
     private var attempt = 0
     private var firstFailureAt: Duration?
-    private var connectWaiters: [Completion<Void>] = []
+    /// `connect()` callers waiting for `.connected`, each with the serial of its deadline timer.
+    private var connectWaiters: [(serial: UInt64, completion: Completion<Void>)] = []
+    /// Attempts that failed since the oldest waiting `connect()` call began, for its timeout message.
+    private var failedAttemptsWhileWaiting = 0
     private var channels: [ChannelID: ChannelRecord] = [:]
     private var channelOrder: [ChannelID] = []
     private var requests: [RequestID: PendingRequest] = [:]
@@ -171,8 +177,8 @@ struct SessionCore: Sendable {
 
     mutating func handle(_ input: EngineInput, effects: inout [EngineEffect]) {
         switch input {
-        case .connect(let completion):
-            connect(completion, effects: &effects)
+        case .connect(let completion, let timeout):
+            connect(completion, timeout: timeout, effects: &effects)
         case .disconnect:
             disconnect(effects: &effects)
         case .subscribe(let channel):
@@ -201,6 +207,7 @@ struct SessionCore: Sendable {
                 let terminalCodes: Set<RealtimeError.Code> = [.connectionRefused, .authorizationFailed, .invalidArgument]
                 let end: ConnectionEnd = terminalCodes.contains(error.code) ? .terminal(error) : .backoff(minimum: .zero)
                 lastEndDescription = error.description
+                if case .backoff = end { reportFailure(error, effects: &effects) }
                 phase = .idle
                 cancel(.handshake, effects: &effects)
                 proceed(after: end, effects: &effects)
@@ -231,14 +238,14 @@ struct SessionCore: Sendable {
         }
     }
 
-    private mutating func connect(_ completion: Completion<Void>?, effects: inout [EngineEffect]) {
+    private mutating func connect(_ completion: Completion<Void>?, timeout: Duration?, effects: inout [EngineEffect]) {
         switch state {
         case .connected:
             if let completion { effects.append(.complete { completion(.success(())) }) }
         case .connecting, .reconnecting, .waitingForNetwork:
-            if let completion { connectWaiters.append(completion) }
+            if let completion { addConnectWaiter(completion, timeout: timeout, effects: &effects) }
         case .initialized, .disconnected, .failed:
-            if let completion { connectWaiters.append(completion) }
+            if let completion { addConnectWaiter(completion, timeout: timeout, effects: &effects) }
             attempt = 0
             firstFailureAt = nil
             if networkAvailable {
@@ -247,6 +254,44 @@ struct SessionCore: Sendable {
                 setState(.waitingForNetwork, effects: &effects)
             }
         }
+    }
+
+    private mutating func addConnectWaiter(_ completion: @escaping Completion<Void>, timeout: Duration?,
+                                           effects: inout [EngineEffect]) {
+        nextSerial += 1
+        if connectWaiters.isEmpty { failedAttemptsWhileWaiting = 0 }
+        connectWaiters.append((nextSerial, completion))
+        if let timeout { schedule(.connectDeadline(nextSerial), after: timeout, effects: &effects) }
+    }
+
+    /// Hands every waiting `connect()` caller `result` and stops their deadlines.
+    private mutating func completeConnectWaiters(_ result: Result<Void, RealtimeError>, effects: inout [EngineEffect]) {
+        let waiters = connectWaiters
+        connectWaiters = []
+        for waiter in waiters {
+            cancel(.connectDeadline(waiter.serial), effects: &effects)
+            effects.append(.complete { waiter.completion(result) })
+        }
+    }
+
+    /// One waiting `connect()` call ran out of time. The session keeps trying by its policy.
+    private mutating func connectDeadlinePassed(_ serial: UInt64, effects: inout [EngineEffect]) {
+        guard let index = connectWaiters.firstIndex(where: { $0.serial == serial }) else { return }
+        let waiter = connectWaiters.remove(at: index)
+        var message = state == .waitingForNetwork ? "not connected in time: no network path" : "not connected in time"
+        if failedAttemptsWhileWaiting > 0 {
+            message += " after \(failedAttemptsWhileWaiting) failed attempt\(failedAttemptsWhileWaiting == 1 ? "" : "s")"
+        }
+        let error = RealtimeError(.connectTimedOut, message,
+                                  context: .init(detail: lastEndDescription.isEmpty ? nil : "last: " + lastEndDescription))
+        effects.append(.complete { waiter.completion(.failure(error)) })
+    }
+
+    /// A connection attempt, or a connection, failed: the app hears why through `onError`/`errors`,
+    /// not only the log.
+    private mutating func reportFailure(_ error: RealtimeError, effects: inout [EngineEffect]) {
+        failedAttemptsWhileWaiting += 1
+        effects.append(.deliver(.error(error)))
     }
 
     // MARK: Network path and app lifecycle
@@ -555,6 +600,14 @@ struct SessionCore: Sendable {
         }                            // honour, will not work next time either
         lastEndDescription = Self.describe(closure)
         effects.append(.log(.info, "connection ended: \(lastEndDescription)"))
+        if case .terminal = end {
+            // fail(_:) reports the terminal error itself.
+        } else if case .failed(let error) = closure.kind {
+            reportFailure(error, effects: &effects)
+        } else if case .livenessTimeout = closure.kind {
+            reportFailure(RealtimeError(.livenessTimeout, "the link went silent: no sign of life from the server in time"),
+                          effects: &effects)
+        }
         phase = .idle
         resetConnectionState(effects: &effects)
         proceed(after: end, effects: &effects)
@@ -663,10 +716,7 @@ struct SessionCore: Sendable {
         requests = [:]
         customQueue = []
         bufferedCount = 0
-        let waiters = connectWaiters
-        connectWaiters = []
-        let connectFailure = connectError ?? error
-        for waiter in waiters { effects.append(.complete { waiter(.failure(connectFailure)) }) }
+        completeConnectWaiters(.failure(connectError ?? error), effects: &effects)
     }
 
     private mutating func failQueue(_ queue: [BufferedSend], with error: RealtimeError, effects: inout [EngineEffect]) {
@@ -698,6 +748,7 @@ struct SessionCore: Sendable {
                 return
             case .preparing:
                 lastEndDescription = error.description
+                reportFailure(error, effects: &effects)
                 phase = .idle
                 resetConnectionState(effects: &effects)
                 proceed(after: .backoff(minimum: .zero), effects: &effects)
@@ -707,6 +758,8 @@ struct SessionCore: Sendable {
             }
         case .liveness:
             checkLiveness(effects: &effects)
+        case .connectDeadline(let serial):
+            connectDeadlinePassed(serial, effects: &effects)
         case .stability:
             if handshakeDone { connectionProvedStable() }
         case .sendDeadline(let serial):
@@ -885,9 +938,7 @@ struct SessionCore: Sendable {
         }
         connectionID = id
         setState(.connected, effects: &effects)
-        let waiters = connectWaiters
-        connectWaiters = []
-        for waiter in waiters { effects.append(.complete { waiter(.success(())) }) }
+        completeConnectWaiters(.success(()), effects: &effects)
         for channel in channelOrder {
             guard let record = channels[channel] else { continue }
             if case .pending = record.state {

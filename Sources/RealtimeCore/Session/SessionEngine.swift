@@ -32,6 +32,7 @@ final class SessionEngine: Sendable {
     private let highWatermark: Int
     private let byteBudget: Int
     let requestTimeout: Duration
+    let connectCallTimeout: Duration?
     private let mailbox = Locked(Mailbox())
     private let core: Locked<SessionCore>
     private let io = Locked(IO())
@@ -47,6 +48,7 @@ final class SessionEngine: Sendable {
         highWatermark = max(1, options.deliveryHighWatermark)
         byteBudget = max(1, options.deliveryByteBudget)
         requestTimeout = options.requestTimeout
+        connectCallTimeout = options.connectCallTimeout
         core = Locked(SessionCore(dialect: dialect, machine: dialect.makeMachine(),
                                   policy: options.reconnectPolicy ?? dialect.reconnectPolicy,
                                   options: options, defaultChannels: dialect.defaultChannels))

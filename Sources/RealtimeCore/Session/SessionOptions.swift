@@ -47,8 +47,14 @@ public struct SessionOptions: Sendable {
     public var delivery: DeliveryTarget?
     /// Overrides the dialect's recommended reconnect policy.
     public var reconnectPolicy: ReconnectPolicy?
-    /// Time from the start of an attempt until the dialect reports `connected`.
+    /// Time from the start of one attempt until the dialect reports `connected`; a slower attempt fails
+    /// with `.connectTimedOut` and the reconnect policy decides what comes next.
     public var connectTimeout: Duration
+    /// How long ``RealtimeSession/connect(timeout:)`` waits, over all its attempts, before it throws
+    /// `.connectTimedOut` naming the last failure (a wrong accept key, an untrusted certificate, a refused
+    /// port). The session itself keeps trying by its reconnect policy; call `disconnect()` to stop it.
+    /// `nil` waits until the session connects or fails.
+    public var connectCallTimeout: Duration?
     /// Most sends and requests held while the session cannot send; more fail with `.bufferFull`.
     public var sendBufferLimit: Int
     /// How long a buffered send may wait before it fails with `.timedOut`.
@@ -71,13 +77,15 @@ public struct SessionOptions: Sendable {
     public var logLevel: LogLevel
 
     public init(delivery: DeliveryTarget? = nil, reconnectPolicy: ReconnectPolicy? = nil,
-                connectTimeout: Duration = .seconds(20), sendBufferLimit: Int = 1_000,
+                connectTimeout: Duration = .seconds(20), connectCallTimeout: Duration? = .seconds(30),
+                sendBufferLimit: Int = 1_000,
                 sendTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(30),
                 deliveryHighWatermark: Int = 65_536, deliveryByteBudget: Int = 4 << 20, clock: any RealtimeClock = SystemClock(),
                 randomSource: RandomSource = .system, logHandler: LogHandler? = nil, logLevel: LogLevel = .info) {
         self.delivery = delivery
         self.reconnectPolicy = reconnectPolicy
         self.connectTimeout = connectTimeout
+        self.connectCallTimeout = connectCallTimeout
         self.sendBufferLimit = sendBufferLimit
         self.sendTimeout = sendTimeout
         self.requestTimeout = requestTimeout
