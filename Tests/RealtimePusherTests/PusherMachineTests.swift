@@ -452,4 +452,13 @@ struct PusherSigninTests {
         if case .failure(let error)? = other.resolutions.first?.1 { #expect(error.code == .unsupported) }
         else { Issue.record("unknown commands are unsupported") }
     }
+
+    @Test("plain ws only to a loopback host; a name that merely starts with 127. gets TLS")
+    func tlsUnlessLoopback() {
+        #expect(!PusherDialect(vendor: .pusher, key: "k", host: "127.0.0.1").usesTLS)
+        #expect(!PusherDialect(vendor: .pusher, key: "k", host: "localhost").usesTLS)
+        #expect(PusherDialect(vendor: .pusher, key: "k", host: "127.evil.example").usesTLS)
+        #expect(PusherDialect(vendor: .pusher, key: "k", host: "ws.pusherapp.com").usesTLS)
+    }
 }
+

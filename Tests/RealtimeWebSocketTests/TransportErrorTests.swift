@@ -77,14 +77,6 @@ struct TransportErrorTests {
         #expect(closure?.error?.message.contains("wss://") == true)
     }
 
-    @Test("loopback names and addresses count as loopback", arguments: [
-        ("localhost", true), ("LOCALHOST", true), ("api.localhost", true), ("127.0.0.1", true), ("127.9.9.9", true),
-        ("::1", true), ("[::1]", true), ("10.0.0.1", false), ("localhost.example.com", false), ("::2", false),
-    ])
-    func loopbackDetection(host: String, expected: Bool) {
-        #expect(SocketIO.isLoopback(host: host) == expected)
-    }
-
     @Test("unsupported schemes are invalid arguments")
     func badScheme() async {
         let closure = await openAndWaitForClose(ConnectionRequest(url: URL(string: "ftp://127.0.0.1/")!))

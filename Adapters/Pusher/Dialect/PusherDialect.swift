@@ -44,7 +44,7 @@ public struct PusherDialect: RealtimeDialect {
     public var name: String { vendor.name }
 
     /// - Parameters:
-    ///   - host: the WebSocket host; `ws` is used only when it is loopback (`localhost`, `127.0.0.1`, `::1`).
+    ///   - host: the WebSocket host; `ws` is used only when it is loopback (``Loopback``).
     public init(vendor: PusherVendor, key: String, host: String, port: Int? = nil, authorizer: PusherAuthorizer? = nil,
                 activityTimeout: Duration = .seconds(120), pongTimeout: Duration = .seconds(30),
                 reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy,
@@ -53,7 +53,7 @@ public struct PusherDialect: RealtimeDialect {
         self.key = key
         self.host = host
         self.port = port
-        self.usesTLS = !Self.isLoopback(host)
+        self.usesTLS = !Loopback.contains(host: host)
         self.authorizer = authorizer
         self.activityTimeout = activityTimeout
         self.pongTimeout = pongTimeout
@@ -109,10 +109,6 @@ public struct PusherDialect: RealtimeDialect {
         return nil
     }
 
-    static func isLoopback(_ host: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
-    }
 }
 
 extension RealtimeDialect where Self == PusherDialect {

@@ -82,8 +82,8 @@ private final class PollingConnection: TransportConnection {
 
     private static func insecureTransportError(_ request: ConnectionRequest) -> RealtimeError? {
         guard request.url.scheme?.lowercased() == "http", !request.allowsInsecureTransportToRemoteHosts else { return nil }
-        let host = (request.url.host ?? "").lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        if host == "localhost" || host == "::1" || host.hasPrefix("127.") { return nil }
+        let host = request.url.host ?? ""
+        if Loopback.contains(host: host) { return nil }
         return RealtimeError(.invalidArgument, "plain http to a remote host needs allowsInsecureTransportToRemoteHosts",
                              context: .init(detail: host))
     }

@@ -115,11 +115,11 @@ public final class ActionCableTestServer: Sendable {
         self.allowsOrigin = allowsOrigin
     }
 
-    /// `http(s)://127.0.0.1`, `localhost` or `[::1]`, any port.
+    /// An `http(s)` origin on a loopback host (``Loopback``), any port.
     public static let loopbackOrigin: @Sendable (String?) -> Bool = { origin in
         guard let origin, let url = URL(string: origin), let scheme = url.scheme, ["http", "https"].contains(scheme)
         else { return false }
-        return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(url.host ?? "")
+        return Loopback.contains(host: url.host ?? "")
     }
 
     // MARK: Channels

@@ -289,21 +289,6 @@ package enum SocketIO {
         }
     }
 
-    /// True for `localhost`, `*.localhost`, 127.0.0.0/8 and ::1.
-    static func isLoopback(host: String) -> Bool {
-        let lowered = host.lowercased()
-        if lowered == "localhost" || lowered.hasSuffix(".localhost") { return true }
-        guard let address = SocketAddress(numericHost: lowered, port: 0) else { return false }
-        return withUnsafeBytes(of: address.storage) { raw in
-            if address.family == AF_INET {
-                let value = UInt32(bigEndian: raw.load(as: sockaddr_in.self).sin_addr.s_addr)
-                return value >> 24 == 127
-            }
-            let bytes = withUnsafeBytes(of: raw.load(as: sockaddr_in6.self).sin6_addr) { Array($0) }
-            return bytes == [UInt8](repeating: 0, count: 15) + [1]
-        }
-    }
-
     /// True when `host` is an IPv4 or IPv6 literal (no SNI for those).
     static func isIPLiteral(_ host: String) -> Bool {
         SocketAddress(numericHost: host, port: 0) != nil

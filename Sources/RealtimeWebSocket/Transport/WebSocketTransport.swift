@@ -147,7 +147,7 @@ public final class WebSocketTransport: RealtimeTransport {
         }
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let secure = scheme == "wss" || scheme == "https"
-        if !secure, !request.allowsInsecureTransportToRemoteHosts, !SocketIO.isLoopback(host: host) {
+        if !secure, !request.allowsInsecureTransportToRemoteHosts, !Loopback.contains(host: host) {
             throw RealtimeError(.invalidArgument,
                                 "refusing unencrypted \(scheme):// to \(host): use wss:// (or set allowsInsecureTransportToRemoteHosts)")
         }
