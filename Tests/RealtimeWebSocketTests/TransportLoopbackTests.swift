@@ -121,6 +121,23 @@ struct TransportBehaviourTests {
         connection.abort()
     }
 
+    @Test("a close while reading is paused still reads the peer's reply instead of waiting out the close timeout")
+    func closeWhilePaused() async throws {
+        let server = try makeEchoServer()
+        defer { server.stop() }
+        let transport = WebSocketTransport(configuration: .init(closeTimeout: .seconds(60)))
+        let events = EventQueue<TransportEvent>()
+        let connection = transport.open(ConnectionRequest(url: server.url)) { events.push($0) }
+        #expect(await events.next()?.isOpened == true)
+        connection.setReadingPaused(true)
+        connection.send([.text("unread")])
+        connection.close(code: 1000, reason: "done")
+        // With a 60 s close timeout, a closure within 10 s can only come from the server's close frame.
+        var closure: TransportClosure?
+        while closure == nil, let event = await events.next(timeout: 10) { closure = event.closure }
+        #expect(closure?.kind == .closedLocally(code: 1000, reason: "done"))
+    }
+
     @Test("IPv6 loopback and a name resolved through getaddrinfo (localhost)", arguments: ["[::1]", "localhost"])
     func addressFamilies(host: String) async throws {
         let listenHost = host == "[::1]" ? "::1" : "127.0.0.1"

@@ -584,6 +584,12 @@ final class WebSocketChannel: LoopHandler {
         }
         if let close, localClose == nil {
             localClose = close
+            if readingPaused {
+                // The peer's close reply (or its hang-up) must be read, or every close paused by
+                // back-pressure would hold its socket for the whole close timeout.
+                readingPaused = false
+                updateInterest(in: context)
+            }
             if !codec.hasSentClose {
                 var bytes: [UInt8] = []
                 codec.encodeClose(code: close.code, reason: close.reason, into: &bytes)
