@@ -95,14 +95,20 @@ struct HostileServerTests {
         #expect(largest > 0)
     }
 
-    @Test("a server that welcomes and then breaks the protocol runs into maximumAttempts",
-          arguments: ["huge-length", "masked", "reserved-bits", "bad-opcode", "bad-utf8", "close-4200"])
-    func welcomeThenViolate(kind: String) async throws {
+    @Test("a server that welcomes and then breaks the protocol runs into maximumAttempts, each break typed",
+          arguments: [("huge-length", RealtimeError.Code.protocolViolation), ("masked", .protocolViolation),
+                      ("reserved-bits", .protocolViolation), ("bad-opcode", .protocolViolation),
+                      ("bad-utf8", .invalidUTF8), ("close-4200", nil), ("fragmented-ping", .protocolViolation),
+                      ("oversized", .limitExceeded), ("fragmented-oversized", .limitExceeded),
+                      ("bad-close-code", .protocolViolation)])
+    func welcomeThenViolate(kind: String, expected: RealtimeError.Code?) async throws {
         let server = try await HostileServer.start("welcome-then-violate", kind)
         defer { server.stop() }
         let policy = ReconnectPolicy(initialDelay: .milliseconds(50), multiplier: 1, maximumDelay: .milliseconds(50),
                                      jitter: .none, maximumAttempts: 3)
         let session = session(server, policy: policy)
+        let reported = Locked<[RealtimeError.Code]>([])
+        session.onError { error in reported.withLock { $0.append(error.code) } }
         session.start()
         await pusherWait("the session to fail", seconds: 30) {
             if case .failed = session.state { return true }
@@ -115,6 +121,46 @@ struct HostileServerTests {
         #expect(server.connections == 4)  // the first connection and three attempts, then no more
         try await Task.sleep(for: .milliseconds(300))
         #expect(server.connections == 4)
+        // Each broken connection reached onError with its typed cause, then the session's own failure.
+        let codes = reported.withLock { $0 }
+        print("welcome-then-violate \(kind): errors reported \(codes.map(\.rawValue))")
+        #expect(codes.last == .sessionFailed)
+        #expect(Array(codes.dropLast()) == (expected.map { Array(repeating: $0, count: 4) } ?? []))
+    }
+
+    @Test("a server that writes one byte at a time is read correctly")
+    func dribble() async throws {
+        let server = try await HostileServer.start("dribble", "20")
+        defer { server.stop() }
+        let session = session(server)
+        let drips = Locked<[String]>([])
+        let ended = Locked(false)
+        session.on("drip") { event in drips.withLock { $0.append(event.data.stringValue ?? "?") } }
+        session.on("end") { _ in ended.withLock { $0 = true } }
+        try await session.connect()
+        await pusherWait("the dribbled events", seconds: 60) { ended.withLock { $0 } }
+        session.disconnect()
+        #expect(drips.withLock { $0 } == (0..<20).map { "d\($0)" })
+    }
+
+    @Test("wss:// to a server that speaks plain HTTP fails the TLS handshake, typed, and connect() says so")
+    func plainTCPToTLS() async throws {
+        let server = try await HostileServer.start("plain-http")
+        defer { server.stop() }
+        let session = RealtimeSession(dialect: .actionCable(url: URL(string: "wss://127.0.0.1:\(server.port)/cable")!),
+                                      options: SessionOptions(connectTimeout: .seconds(2), connectCallTimeout: .seconds(2)))
+        let reported = Locked<[RealtimeError]>([])
+        session.onError { error in reported.withLock { $0.append(error) } }
+        do {
+            try await session.connect()
+            Issue.record("connected over TLS to a plain HTTP server")
+        } catch let error as RealtimeError {
+            print("plain-http over wss: \(error); first reported: \(reported.withLock { $0.first.map(String.init(describing:)) ?? "none" })")
+            #expect(error.code == .connectTimedOut)
+            #expect(error.context.detail?.contains(RealtimeError.Code.tlsFailed.rawValue) == true)
+        }
+        session.disconnect()
+        #expect(reported.withLock { $0 }.first?.code == .tlsFailed)
     }
 
     @Test("an upgrade that goes wrong reaches onError typed, and connect() gives up in time naming it",

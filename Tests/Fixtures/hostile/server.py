@@ -14,7 +14,13 @@ Modes:
   welcome-then-violate KIND
                          welcome, then break the protocol: KIND is `huge-length` (a frame claiming 2^63
                          bytes), `masked` (a masked server frame), `reserved-bits`, `bad-opcode`,
-                         `close-4200` (Pusher: reconnect at once), or `bad-utf8`.
+                         `close-4200` (Pusher: reconnect at once), `bad-utf8`, `fragmented-ping` (a
+                         control frame without FIN), `oversized` (a frame header claiming 17 MiB),
+                         `fragmented-oversized` (17 fragments of 1 MiB, one message), or
+                         `bad-close-code` (close code 1005, which never goes on the wire).
+  dribble COUNT          welcome, then COUNT events, every byte written on its own with a pause; then an
+                         `end` event.
+  plain-http             answers anything (a TLS ClientHello included) with a plain HTTP 400 and closes.
   bad-accept             a 101 whose Sec-WebSocket-Accept is wrong.
   no-upgrade             a 101 without the Upgrade header.
   endless-headers        a 101 status line followed by headers that never end.
@@ -31,8 +37,8 @@ GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 connections = 0
 
 
-def frame(opcode, payload, rsv=0, mask=False, length_override=None):
-    first = 0x80 | (rsv << 4) | opcode
+def frame(opcode, payload, rsv=0, mask=False, length_override=None, fin=True):
+    first = (0x80 if fin else 0) | (rsv << 4) | opcode
     length = len(payload) if length_override is None else length_override
     mask_bit = 0x80 if mask else 0
     if length < 126:
@@ -102,6 +108,10 @@ async def handle(reader, writer, mode, args):
                 writer.write(b"X-Padding: " + b"a" * 1000 + b"\r\n")
                 await writer.drain()
                 await asyncio.sleep(0.001)
+        elif mode == "plain-http":
+            await reader.read(1)
+            writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            await writer.drain()
         elif mode == "bad-accept":
             await upgrade(reader, writer, accept="bm90IHRoZSByaWdodCBrZXk=")
             await drain_client(reader)
@@ -121,6 +131,14 @@ async def handle(reader, writer, mode, args):
                 writer.write(text({"event": "end", "data": str(count)}))
                 await writer.drain()
                 await drain_client(reader)
+            elif mode == "dribble":
+                data = b"".join(text({"event": "drip", "data": "d%d" % i}) for i in range(int(args[0])))
+                data += text({"event": "end", "data": ""})
+                for i in range(len(data)):
+                    writer.write(data[i:i + 1])
+                    await writer.drain()
+                    await asyncio.sleep(0.0005)
+                await drain_client(reader)
             elif mode == "welcome-then-violate":
                 kind = args[0]
                 await asyncio.sleep(0.05)
@@ -134,6 +152,19 @@ async def handle(reader, writer, mode, args):
                     writer.write(frame(0x3, b""))
                 elif kind == "bad-utf8":
                     writer.write(frame(0x1, b'{"event":"\xff\xfe"}'))
+                elif kind == "fragmented-ping":
+                    writer.write(frame(0x9, b"ping", fin=False))
+                elif kind == "oversized":
+                    writer.write(frame(0x1, b"x" * 1024, length_override=17 << 20))
+                elif kind == "fragmented-oversized":
+                    chunk = b"x" * (1 << 20)
+                    writer.write(frame(0x1, chunk, fin=False))
+                    for _ in range(16):
+                        writer.write(frame(0x0, chunk, fin=False))
+                        await writer.drain()
+                    writer.write(frame(0x0, chunk))
+                elif kind == "bad-close-code":
+                    writer.write(frame(0x8, struct.pack("!H", 1005)))
                 elif kind == "close-4200":
                     writer.write(frame(0x8, struct.pack("!H", 4200) + b"reconnect"))
                 await writer.drain()
