@@ -176,7 +176,8 @@ public struct ActionCableMachine: DialectMachine {
         }
         decidedEnd = end
         actions.append(.log(.info, "Action Cable disconnect: reason \(reason ?? "none"), reconnect \(reconnect.map(String.init) ?? "unset")"))
-        actions.append(.close(code: 1000, reason: "server asked to disconnect"))
+        actions.append(.closeAsServerAsked(code: 1000, reason: reason == "server_restart"
+                                                ? .serverRestart : .serverRequest(reason: reason ?? "disconnect")))
     }
 
     private func broadcast(_ members: [String: JSONValue], text: String, actions: inout [DialectAction]) {

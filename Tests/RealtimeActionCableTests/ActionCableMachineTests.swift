@@ -74,7 +74,12 @@ extension Array where Element == DialectAction {
         compactMap { if case .cancelTimer(let key) = $0 { return key } else { return nil } }
     }
     var closes: [Int] {
-        compactMap { if case .close(let code, _) = $0 { return code } else { return nil } }
+        compactMap {
+            switch $0 {
+            case .close(let code, _), .closeAsServerAsked(let code, _): code
+            default: nil
+            }
+        }
     }
     var isConnected: Bool {
         contains { if case .connected = $0 { return true } else { return false } }

@@ -184,7 +184,7 @@ struct ActionCableSessionTests {
         harness.clock.advance(by: .milliseconds(5_999))
         #expect(harness.session.state == .connected)
         harness.clock.advance(by: .milliseconds(1))
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: .livenessTimeout))
         #expect(harness.peers[0].closeRequest?.code == 1006)
         harness.clock.advance(by: .seconds(1))
         #expect(harness.session.state == .connected)
@@ -219,7 +219,7 @@ struct ActionCableSessionTests {
         try await harness.session.connect()
         harness.peers[0].send(text: #"{"type":"disconnect","reason":"server_restart","reconnect":true}"#)
         #expect(harness.peers[0].closeRequest?.code == 1000)
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .milliseconds(500)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .milliseconds(500), reason: .serverRestart))
         harness.clock.advance(by: .milliseconds(499))
         #expect(harness.peers.count == 1)
         harness.clock.advance(by: .milliseconds(1))
@@ -234,7 +234,8 @@ struct ActionCableSessionTests {
         let bare = CableHarness()
         try await bare.session.connect()
         bare.peers[0].close(code: 1000)
-        #expect(bare.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(bare.session.state == .reconnecting(attempt: 1, delay: .seconds(1),
+                                                    reason: .closedByServer(code: 1000, reason: "")))
         bare.clock.advance(by: .seconds(1))
         #expect(bare.session.state == .connected)
 

@@ -107,7 +107,7 @@ struct ActionCableTestServerTests {
         }
         #expect(alice.session.state == .connected)
         server.restart()
-        #expect(alice.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(alice.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: .serverRestart))
         alice.clock.advance(by: .seconds(1))
         #expect(alice.session.state == .connected)
         #expect(room.state == .subscribed(recovered: nil))
@@ -124,7 +124,8 @@ struct ActionCableTestServerTests {
         let erin = TestServerClient(server, token: "valid-erin")
         try await erin.session.connect()
         server.disconnect(user: "erin", reason: nil)
-        #expect(erin.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(erin.session.state == .reconnecting(attempt: 1, delay: .seconds(1),
+                                                    reason: .closedByServer(code: 1000, reason: "")))
         erin.clock.advance(by: .seconds(1))
         #expect(erin.session.state == .connected)
         server.disconnect(user: "erin", reason: "remote", reconnect: false)

@@ -45,10 +45,10 @@ struct NetworkPathTests {
         try await harness.session.connect()
         harness.peers[0].drop()
         harness.clock.advance(by: .seconds(1))              // attempt 1 fails
-        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2)))
+        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2), reason: dropped))
         harness.session.networkPathChanged(isAvailable: true)   // attempt now; it fails too
         #expect(harness.peers.count == 3)
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: dropped))
         harness.session.reconnectNow()
         #expect(harness.peers.count == 4)
         #expect(harness.session.state == .connected)
@@ -138,7 +138,7 @@ struct NetworkPathTests {
         let harness = EngineHarness()
         try await harness.session.connect()
         harness.peers[0].drop()
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: dropped))
         harness.session.applicationWillEnterForeground()
         #expect(harness.peers.count == 2)
         #expect(harness.session.state == .connected)

@@ -27,7 +27,7 @@ struct SessionEngineTests {
         let room = harness.session.channel("room")
         try await harness.session.connect()
         harness.peers[0].drop()
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: dropped))
         #expect(room.state == .pending)
         harness.clock.advance(by: .milliseconds(999))
         #expect(harness.peers.count == 1)
@@ -37,7 +37,7 @@ struct SessionEngineTests {
         #expect(harness.session.connectionID == "c1")
         #expect(harness.peers[1].received == [subRoom])
         #expect(room.state == .subscribed(recovered: nil))
-        #expect(harness.stateLog == [.connecting, .connected, .reconnecting(attempt: 1, delay: .seconds(1)),
+        #expect(harness.stateLog == [.connecting, .connected, .reconnecting(attempt: 1, delay: .seconds(1), reason: dropped),
                                      .connecting, .connected])
     }
 
@@ -51,18 +51,18 @@ struct SessionEngineTests {
         })
         try await harness.session.connect()
         harness.peers[0].drop()
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: dropped))
         harness.clock.advance(by: .seconds(1))          // attempt 1 fails at once
-        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2)))
+        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2), reason: dropped))
         harness.clock.advance(by: .seconds(2))          // attempt 2 fails
-        #expect(harness.session.state == .reconnecting(attempt: 3, delay: .seconds(4)))
+        #expect(harness.session.state == .reconnecting(attempt: 3, delay: .seconds(4), reason: dropped))
         harness.clock.advance(by: .seconds(4))          // attempt 3 fails
-        #expect(harness.session.state == .reconnecting(attempt: 4, delay: .seconds(8)))
+        #expect(harness.session.state == .reconnecting(attempt: 4, delay: .seconds(8), reason: dropped))
         harness.clock.advance(by: .seconds(8))          // attempt 4 succeeds
         #expect(harness.session.state == .connected)
         harness.clock.advance(by: .seconds(10))         // and stays up for the stability window
         harness.peers[4].drop()
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: dropped))
     }
 
     @Test("a connection that ends inside the stability window counts as a failed attempt")
@@ -71,12 +71,12 @@ struct SessionEngineTests {
         try await harness.session.connect()
         harness.clock.advance(by: .seconds(10))
         harness.peers[0].drop()
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: dropped))
         harness.clock.advance(by: .seconds(1))          // welcomed again...
         #expect(harness.session.state == .connected)
         harness.clock.advance(by: .seconds(9))
         harness.peers[1].drop()                         // ...but dropped 1 ms before it proved stable
-        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2)))
+        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2), reason: dropped))
     }
 
     @Test("a server that welcomes and then breaks the link runs into maximumAttempts")
@@ -108,7 +108,7 @@ struct SessionEngineTests {
         harness.peers[0].close(code: 4200, reason: "reconnect")
         #expect(harness.peers.count == 2)               // at once: the first connection was stable
         harness.peers[1].close(code: 4200, reason: "reconnect")
-        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2)))
+        #expect(harness.session.state == .reconnecting(attempt: 2, delay: .seconds(2), reason: .closedByServer(code: 4200, reason: "reconnect")))
         #expect(harness.peers.count == 2)
         harness.clock.advance(by: .seconds(2))
         #expect(harness.peers.count == 3)
@@ -123,10 +123,10 @@ struct SessionEngineTests {
         harness.peers[0].close(code: 4200, reason: "reconnect")
         #expect(harness.peers.count == 2)
         #expect(harness.session.state == .connected)
-        #expect(harness.stateLog.contains(.reconnecting(attempt: 1, delay: .zero)))
+        #expect(harness.stateLog.contains(.reconnecting(attempt: 1, delay: .zero, reason: .closedByServer(code: 4200, reason: "reconnect"))))
         harness.clock.advance(by: .seconds(10))
         harness.peers[1].close(code: 4100, reason: "over capacity")
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: .closedByServer(code: 4100, reason: "over capacity")))
         harness.clock.advance(by: .milliseconds(500))
         #expect(harness.peers.count == 2)
         harness.clock.advance(by: .milliseconds(500))
@@ -268,10 +268,12 @@ struct SessionEngineTests {
         harness.clock.advance(by: .milliseconds(5_999))
         #expect(harness.session.state == .connected)
         harness.clock.advance(by: .milliseconds(1))
-        guard case .reconnecting = harness.session.state else {
+        guard case .reconnecting(_, _, let reason) = harness.session.state else {
             Issue.record("expected reconnecting, got \(harness.session.state)")
             return
         }
+        #expect(reason == .livenessTimeout)
+        #expect(harness.errorLog.map(\.code) == [.livenessTimeout])
         #expect(harness.peers[0].closeRequest?.code == 1006)
     }
 
@@ -299,7 +301,7 @@ struct SessionEngineTests {
         harness.session.start()
         #expect(harness.session.state == .connecting)
         harness.clock.advance(by: .seconds(3))
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: .failure(RealtimeError(.connectTimedOut, "no connection within 3.0 seconds"))))
         #expect(harness.peers[0].phase == .closed)
     }
 

@@ -104,7 +104,13 @@ extension Array where Element == DialectAction {
     }
 
     var closes: [(code: Int, reason: String)] {
-        compactMap { if case .close(let code, let reason) = $0 { return (code, reason) } else { return nil } }
+        compactMap {
+            switch $0 {
+            case .close(let code, let reason): (code, reason)
+            case .closeAsServerAsked(let code, let reason): (code, reason.description)
+            default: nil
+            }
+        }
     }
 
     var work: [DialectWork] {

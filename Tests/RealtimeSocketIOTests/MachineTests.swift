@@ -36,7 +36,7 @@ struct MachineEngineIOTests {
         var harness = MachineHarness()
         harness.connectAndJoin(["/"])
         let actions = harness.receive("1")
-        #expect(actions.closes.map(\.reason) == ["server close"])
+        #expect(actions.closes.map(\.reason) == [DisconnectReason.serverRequest(reason: "Engine.IO close").description])
         #expect(harness.receive(#"42["late"]"#).isEmpty)  // nothing is read after the close was decided
         let end = harness.machine.connectionEnded(TransportClosure(.closedLocally(code: 1000, reason: "server close")))
         #expect(end == .backoff(minimum: .zero))

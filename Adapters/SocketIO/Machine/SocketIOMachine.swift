@@ -139,7 +139,10 @@ public struct SocketIOMachine: DialectMachine {
             for channel in early { join(channel, actions: &actions) }
         case .close:
             actions.append(.log(.info, "server closed the Engine.IO session"))
-            close(reason: "server close", code: 1000, actions: &actions)
+            if closeReason == nil {
+                closeReason = "server close"
+                actions.append(.closeAsServerAsked(code: 1000, reason: .serverRequest(reason: "Engine.IO close")))
+            }
         case .ping:
             actions.append(.send(.text("3" + payload)))
         case .pong, .upgrade, .noop:

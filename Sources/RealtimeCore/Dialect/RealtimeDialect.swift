@@ -185,6 +185,9 @@ public enum DialectAction: Sendable {
     case perform(DialectWork)
     /// Closes the connection; the engine then asks `connectionEnded` how to go on.
     case close(code: Int, reason: String)
+    /// Closes the connection because the server asked for it in its protocol; the app sees `reason` in
+    /// ``ConnectionState/reconnecting(attempt:delay:reason:)``. The engine then asks `connectionEnded`.
+    case closeAsServerAsked(code: Int, reason: DisconnectReason)
     /// Ends the session for good: the engine closes the connection (code 1000), resets the machine
     /// through `connectionEnded`, and fails the session with `error` without asking how to go on.
     case fail(RealtimeError)

@@ -129,6 +129,10 @@ struct SessionCore: Sendable {
     private var sendRefusal: RealtimeError?
     private var actions: [DialectAction] = []
     private var lastEndDescription = ""
+    /// Why the last connection or attempt ended, for `.reconnecting`.
+    private var lastEndReason: DisconnectReason = .closedByClient(code: 1000, reason: "")
+    /// Set when the machine closes because the server asked; wins over what the transport reports.
+    private var serverAskedReason: DisconnectReason?
     /// What the app last reported of the network path; attempts wait while it is `false`.
     private var networkAvailable = true
 
@@ -207,6 +211,7 @@ struct SessionCore: Sendable {
                 let terminalCodes: Set<RealtimeError.Code> = [.connectionRefused, .authorizationFailed, .invalidArgument]
                 let end: ConnectionEnd = terminalCodes.contains(error.code) ? .terminal(error) : .backoff(minimum: .zero)
                 lastEndDescription = error.description
+                lastEndReason = .failure(error)
                 if case .backoff = end { reportFailure(error, effects: &effects) }
                 phase = .idle
                 cancel(.handshake, effects: &effects)
@@ -302,6 +307,7 @@ struct SessionCore: Sendable {
         switch state {
         case .connecting, .connected, .reconnecting:
             let error = RealtimeError(.transportFailed, "the device lost its network path")
+            lastEndReason = .networkPathLost
             if currentConnection != nil {
                 lastEndDescription = error.description
                 effects.append(.log(.info, "connection dropped: the device lost its network path"))
@@ -599,6 +605,8 @@ struct SessionCore: Sendable {
             end = .terminal(error)   // a request that cannot be made, or a setup the transport cannot
         }                            // honour, will not work next time either
         lastEndDescription = Self.describe(closure)
+        lastEndReason = serverAskedReason ?? Self.reason(for: closure)
+        serverAskedReason = nil
         effects.append(.log(.info, "connection ended: \(lastEndDescription)"))
         if case .terminal = end {
             // fail(_:) reports the terminal error itself.
@@ -611,6 +619,16 @@ struct SessionCore: Sendable {
         phase = .idle
         resetConnectionState(effects: &effects)
         proceed(after: end, effects: &effects)
+    }
+
+    private static func reason(for closure: TransportClosure) -> DisconnectReason {
+        switch closure.kind {
+        case .closedByPeer(let code, let reason): .closedByServer(code: code, reason: reason)
+        case .closedLocally(let code, let reason): .closedByClient(code: code, reason: reason)
+        case .failed(let error) where error.code == .livenessTimeout: .livenessTimeout
+        case .failed(let error): .failure(error)
+        case .livenessTimeout: .livenessTimeout
+        }
     }
 
     private static func describe(_ closure: TransportClosure) -> String {
@@ -678,7 +696,7 @@ struct SessionCore: Sendable {
         }
         let delay = immediately ? .zero : policy.delay(forAttempt: attempt, minimum: minimum, using: &random)
         attempt += 1
-        setState(.reconnecting(attempt: attempt, delay: delay), effects: &effects)
+        setState(.reconnecting(attempt: attempt, delay: delay, reason: lastEndReason), effects: &effects)
         effects.append(.log(.info, "reconnect attempt \(attempt) in \(delay)"))
         if delay <= .zero {
             startAttempt(effects: &effects)
@@ -748,6 +766,7 @@ struct SessionCore: Sendable {
                 return
             case .preparing:
                 lastEndDescription = error.description
+                lastEndReason = .failure(error)
                 reportFailure(error, effects: &effects)
                 phase = .idle
                 resetConnectionState(effects: &effects)
@@ -911,6 +930,9 @@ struct SessionCore: Sendable {
                 effects.append(.work(connection: connection, work))
             case .close(let code, let reason):
                 effects.append(.close(connection: connection, code: code, reason: reason))
+            case .closeAsServerAsked(let code, let reason):
+                serverAskedReason = reason
+                effects.append(.close(connection: connection, code: code, reason: reason.description))
             case .fail(let error):
                 lastEndDescription = error.description
                 endConnectionLocally(TransportClosure(.closedLocally(code: 1000, reason: "")), effects: &effects)

@@ -57,3 +57,7 @@ func texts(_ peer: InMemoryPeer) -> [String] { peer.receivedTexts }
 
 let subRoom = TransportFrame.text(#"{"ch":"room","t":"sub"}"#)
 let subOkRoom = TransportFrame.text(#"{"t":"subok","ch":"room"}"#)
+
+/// What `InMemoryPeer.drop()` makes the session report as the reason for reconnecting.
+let dropped = DisconnectReason.failure(RealtimeError(.transportFailed, "connection reset by peer",
+                                                     context: .init(closeCode: 1006)))
