@@ -176,6 +176,8 @@ struct ActionCableIntegrationTests {
         let server = try await RailsCableServer.start()
         defer { server.stop() }
         let alice = CableLiveClient(server, token: "valid-alice")
+        let lifecycle = Locked<[ChannelLifecycleEvent]>([])
+        alice.session.onChannelEvent { event in lifecycle.withLock { $0.append(event) } }
         try await alice.session.connect()
         _ = try await alice.join(cableRoom42)
         #expect(try server.post("/control/restart") == 200)
@@ -186,6 +188,15 @@ struct ActionCableIntegrationTests {
         try await cableWaitUntil("re-subscribed") { alice.session.channel(cableRoom42).state == .subscribed(recovered: nil) }
         try server.broadcast(stream: "echo:42", #""after restart""#)
         try await cableWaitUntil("a broadcast after the restart") { alice.messages(on: cableRoom42) == ["after restart"] }
+        // Rails said why, and the channel reported its resubscription.
+        let reasons = alice.states.withLock { $0 }.compactMap { state -> DisconnectReason? in
+            if case .reconnecting(_, _, let reason) = state { reason } else { nil }
+        }
+        #expect(reasons.first == .serverRestart)
+        #expect(lifecycle.withLock { $0 }.map(\.kind) == [
+            .subscribed(SubscriptionInfo(isResubscription: false, recovered: nil)),
+            .subscribed(SubscriptionInfo(isResubscription: true, recovered: nil)),
+        ])
     }
 
     @Test("remote disconnect, Rails 6.1 style (bare close 1000): the client backs off and comes back")

@@ -228,6 +228,8 @@ struct SocketIOScenarioTests {
             return ["token": "secret"]
         })
         let chat = client.channel("/chat")
+        let lifecycle = Locked<[ChannelLifecycleEvent.Kind]>([])
+        chat.onLifecycle { event in lifecycle.withLock { $0.append(event.kind) } }
         try await client.session.connect()
         try await chat.subscribed()
         let firstID = client.session.connectionID
@@ -239,7 +241,21 @@ struct SocketIOScenarioTests {
             client.session.connectionID != nil && client.session.connectionID != firstID
                 && chat.state == .subscribed(recovered: nil)
         })
-        #expect(client.states.withLock { $0 }.contains { if case .reconnecting = $0 { true } else { false } })
+        let reasons = client.states.withLock { $0 }.compactMap { state -> DisconnectReason? in
+            if case .reconnecting(_, _, let reason) = state { reason } else { nil }
+        }
+        print("socket.io \(carrier) \(trigger): reconnecting after \(reasons)")
+        #expect(reasons.count >= 1)
+        if trigger == "close_engine" {
+            #expect(reasons.first == .serverRequest(reason: "Engine.IO close"))
+        }
+        // python-socketio's CONNECT ack carries the namespace's sid; the second one is a resubscription.
+        let confirmations = lifecycle.withLock { $0 }.compactMap { kind -> SubscriptionInfo? in
+            if case .subscribed(let info) = kind { info } else { nil }
+        }
+        #expect(confirmations.map(\.isResubscription) == [false, true])
+        #expect(confirmations.allSatisfy { $0.serverPayload?["sid"]?.stringValue?.isEmpty == false })
+        #expect(confirmations.first?.serverPayload?["sid"] != confirmations.last?.serverPayload?["sid"])
         // Both namespaces joined again, each after asking the auth provider again.
         #expect(tokens.withLock { $0 }.sorted() == ["/", "/", "/chat", "/chat"])
         #expect(try await chat.request("sum", [3, 4]) == [["sum": 7]])

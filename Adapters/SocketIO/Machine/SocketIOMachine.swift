@@ -188,6 +188,7 @@ public struct SocketIOMachine: DialectMachine {
             let early = namespace.early
             namespace.early = []
             namespaces[packet.namespace] = namespace
+            if let payload = packet.payload { actions.append(.subscriptionPayload(namespace.channel, payload)) }
             actions.append(.subscribed(namespace.channel, recovered: recovered))
             for event in early { deliverEvent(event, actions: &actions) }
 

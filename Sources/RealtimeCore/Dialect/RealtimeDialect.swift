@@ -168,6 +168,9 @@ public enum DialectAction: Sendable {
     /// A channel is subscribed; buffered sends for it are flushed. `recovered` is `true` when the
     /// server restored missed messages, `false` when it could not, `nil` when the dialect cannot know.
     case subscribed(ChannelID, recovered: Bool?)
+    /// What the server sent with the confirmation that the next `.subscribed` for the channel reports
+    /// (``SubscriptionInfo/serverPayload``).
+    case subscriptionPayload(ChannelID, JSONValue)
     /// The server or an authorizer refused a channel. The engine will not retry it on its own.
     case subscriptionFailed(ChannelID, RealtimeError)
     /// The server ended a subscribed channel (Socket.IO DISCONNECT). It is not re-joined on reconnect.

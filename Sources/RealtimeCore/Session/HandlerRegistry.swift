@@ -12,6 +12,8 @@ public final class HandlerRegistry: Sendable {
     public typealias StateHandler = @Sendable (ConnectionState, ConnectionState) -> Void
     /// An observer of errors that did not necessarily end the session.
     public typealias ErrorHandler = @Sendable (RealtimeError) -> Void
+    /// An observer of channel subscription changes.
+    public typealias LifecycleHandler = @Sendable (ChannelLifecycleEvent) -> Void
 
     private struct Key: Hashable {
         var channel: ChannelID?
@@ -31,6 +33,7 @@ public final class HandlerRegistry: Sendable {
         var index: [Key: [Entry]] = [:]
         var stateObservers: [(id: HandlerID, handler: StateHandler)] = []
         var errorObservers: [(id: HandlerID, handler: ErrorHandler)] = []
+        var lifecycleObservers: [(id: HandlerID, channel: ChannelID?, handler: LifecycleHandler)] = []
         var nextSequence: UInt64 = 0
 
         mutating func remove(_ id: HandlerID) -> Bool {
@@ -45,6 +48,10 @@ public final class HandlerRegistry: Sendable {
             }
             if let position = errorObservers.firstIndex(where: { $0.id == id }) {
                 errorObservers.remove(at: position)
+                return true
+            }
+            if let position = lifecycleObservers.firstIndex(where: { $0.id == id }) {
+                lifecycleObservers.remove(at: position)
                 return true
             }
             return false
@@ -98,6 +105,14 @@ public final class HandlerRegistry: Sendable {
         return id
     }
 
+    /// Adds an observer of subscription changes of `channel` (`nil`: every channel).
+    @discardableResult
+    public func addLifecycleObserver(channel: ChannelID?, _ handler: @escaping LifecycleHandler) -> HandlerID {
+        let id = HandlerID()
+        storage.withLock { $0.lifecycleObservers.append((id, channel, handler)) }
+        return id
+    }
+
     /// Removes the handler or observer with `id`. Returns `false` if there was none.
     @discardableResult
     public func remove(id: HandlerID) -> Bool {
@@ -130,7 +145,9 @@ public final class HandlerRegistry: Sendable {
 
     /// How many handlers and observers are registered.
     public var count: Int {
-        storage.withLock { $0.keys.count + $0.stateObservers.count + $0.errorObservers.count }
+        storage.withLock {
+            $0.keys.count + $0.stateObservers.count + $0.errorObservers.count + $0.lifecycleObservers.count
+        }
     }
 
     /// Calls every handler matching `event`, in registration order, outside the lock.
@@ -158,5 +175,13 @@ public final class HandlerRegistry: Sendable {
     public func dispatchError(_ error: RealtimeError) {
         let observers = storage.withLock { $0.errorObservers }
         for observer in observers { observer.handler(error) }
+    }
+
+    /// Calls every lifecycle observer of the event's channel and of every channel, in registration order.
+    public func dispatchLifecycle(_ event: ChannelLifecycleEvent) {
+        let observers = storage.withLock { $0.lifecycleObservers }
+        for observer in observers where observer.channel == nil || observer.channel == event.channel {
+            observer.handler(event)
+        }
     }
 }

@@ -159,6 +159,20 @@ public final class RealtimeSession: Sendable {
         engine.registry.addErrorObserver(handler)
     }
 
+    /// Observes every channel's subscription changes: confirmed (with whether it is a resubscription after
+    /// a reconnect, Socket.IO's `recovered`, and what the server sent), rejected, left, ended by the server.
+    /// Each is reported once, in order, on the delivery target, before the channel's buffered sends go out.
+    @discardableResult
+    public func onChannelEvent(perform handler: @escaping @Sendable (ChannelLifecycleEvent) -> Void) -> HandlerID {
+        engine.registry.addLifecycleObserver(channel: nil, handler)
+    }
+
+    /// Every channel's subscription changes as an async sequence; see ``onChannelEvent(perform:)``.
+    public func channelEvents(bufferingPolicy: AsyncStream<ChannelLifecycleEvent>.Continuation.BufferingPolicy
+                                = .bufferingOldest(1_024)) -> AsyncStream<ChannelLifecycleEvent> {
+        engine.lifecycleStream(channel: nil, bufferingPolicy: bufferingPolicy)
+    }
+
     // MARK: Async sequences
 
     /// Every event named `name` (every event when `nil`), as an async sequence. The handler behind it is
@@ -320,6 +334,19 @@ public struct RealtimeChannel: Sendable {
         engine.registry.removeAll(channel: id)
     }
 
+    /// Observes this channel's subscription changes; see ``RealtimeSession/onChannelEvent(perform:)``.
+    /// Survives ``removeAllHandlers()`` (it is an observer); ``off(id:)`` removes it.
+    @discardableResult
+    public func onLifecycle(perform handler: @escaping @Sendable (ChannelLifecycleEvent) -> Void) -> HandlerID {
+        engine.registry.addLifecycleObserver(channel: id, handler)
+    }
+
+    /// This channel's subscription changes as an async sequence.
+    public func lifecycle(bufferingPolicy: AsyncStream<ChannelLifecycleEvent>.Continuation.BufferingPolicy
+                            = .bufferingOldest(1_024)) -> AsyncStream<ChannelLifecycleEvent> {
+        engine.lifecycleStream(channel: id, bufferingPolicy: bufferingPolicy)
+    }
+
     /// Events of this channel named `name` (all when `nil`) as an async sequence.
     public func events(_ name: String? = nil,
                        bufferingPolicy: AsyncStream<RealtimeEvent>.Continuation.BufferingPolicy = .unbounded)
@@ -329,6 +356,16 @@ public struct RealtimeChannel: Sendable {
 }
 
 extension SessionEngine {
+    func lifecycleStream(channel: ChannelID?,
+                         bufferingPolicy: AsyncStream<ChannelLifecycleEvent>.Continuation.BufferingPolicy)
+        -> AsyncStream<ChannelLifecycleEvent> {
+        let registry = self.registry
+        return AsyncStream(bufferingPolicy: bufferingPolicy) { continuation in
+            let id = registry.addLifecycleObserver(channel: channel) { continuation.yield($0) }
+            continuation.onTermination = { _ in registry.remove(id: id) }
+        }
+    }
+
     func stream(channel: ChannelID?, event: String?,
                 bufferingPolicy: AsyncStream<RealtimeEvent>.Continuation.BufferingPolicy) -> AsyncStream<RealtimeEvent> {
         let registry = self.registry

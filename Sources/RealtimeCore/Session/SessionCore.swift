@@ -47,6 +47,7 @@ enum Delivery: Sendable {
     case event(RealtimeEvent, connection: UInt64, bytes: Int)
     case state(ConnectionState, ConnectionState)
     case error(RealtimeError)
+    case lifecycle(ChannelLifecycleEvent)
 }
 
 enum EngineEffect: Sendable {
@@ -84,6 +85,8 @@ struct SessionCore: Sendable {
         var state: ChannelState = .pending
         var queue: [BufferedSend] = []
         var waiters: [Completion<Bool?>] = []
+        /// Confirmed at least once: the next confirmation is a resubscription.
+        var everSubscribed = false
     }
 
     private struct PendingRequest: Sendable {
@@ -125,6 +128,8 @@ struct SessionCore: Sendable {
     private var pingSentAt: Duration?
     /// Bytes of frames received since the last delivered event, charged to the next one.
     private var unchargedBytes = 0
+    /// What the server sent with a confirmation that is about to be reported (`.subscriptionPayload`).
+    private var subscriptionPayloads: [ChannelID: JSONValue] = [:]
     /// Set when the machine refuses the `.send` it is handling.
     private var sendRefusal: RealtimeError?
     private var actions: [DialectAction] = []
@@ -444,6 +449,7 @@ struct SessionCore: Sendable {
     private mutating func unsubscribe(_ channel: ChannelID, effects: inout [EngineEffect]) {
         guard let record = channels.removeValue(forKey: channel) else { return }
         channelOrder.removeAll { $0 == channel }
+        effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .unsubscribed))))
         let error = RealtimeError(.channelUnavailable, "the channel was left", context: .init(channel: channel))
         failQueue(record.queue, with: error, effects: &effects)
         for waiter in record.waiters { effects.append(.complete { waiter(.failure(error)) }) }
@@ -655,6 +661,7 @@ struct SessionCore: Sendable {
         liveness = .none
         pingSentAt = nil
         unchargedBytes = 0
+        subscriptionPayloads = [:]
         connectionID = nil
         for channel in channelOrder {
             if case .subscribed = channels[channel]?.state { channels[channel]?.state = .pending }
@@ -904,6 +911,8 @@ struct SessionCore: Sendable {
                 markConnected(connection, id: id, effects: &effects)
             case .subscribed(let channel, let recovered):
                 channelSubscribed(channel, recovered: recovered, effects: &effects)
+            case .subscriptionPayload(let channel, let payload):
+                subscriptionPayloads[channel] = payload
             case .subscriptionFailed(let channel, let error):
                 channelStopped(channel, state: .failed(error), error: error, effects: &effects)
             case .channelEnded(let channel, let error):
@@ -987,6 +996,9 @@ struct SessionCore: Sendable {
 
     private mutating func channelSubscribed(_ channel: ChannelID, recovered: Bool?, effects: inout [EngineEffect]) {
         guard var record = channels[channel] else { return }
+        let info = SubscriptionInfo(isResubscription: record.everSubscribed, recovered: recovered,
+                                    serverPayload: subscriptionPayloads.removeValue(forKey: channel))
+        record.everSubscribed = true
         record.state = .subscribed(recovered: recovered)
         let waiters = record.waiters
         let queue = record.queue
@@ -994,6 +1006,7 @@ struct SessionCore: Sendable {
         record.queue = []
         channels[channel] = record
         for waiter in waiters { effects.append(.complete { waiter(.success(recovered)) }) }
+        effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .subscribed(info)))))
         for item in queue {
             bufferedCount -= 1
             switch item.kind {
@@ -1021,6 +1034,8 @@ struct SessionCore: Sendable {
         failQueue(queue, with: error, effects: &effects)
         for waiter in waiters { effects.append(.complete { waiter(.failure(error)) }) }
         effects.append(.deliver(.error(error)))
+        let kind: ChannelLifecycleEvent.Kind = if case .ended = newState { .endedByServer(error) } else { .rejected(error) }
+        effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: kind))))
     }
 
     private mutating func setState(_ new: ConnectionState, effects: inout [EngineEffect]) {

@@ -226,6 +226,7 @@ final class SessionEngine: Sendable {
                 case .event(let event, _, _): registry.dispatch(event)
                 case .state(let old, let new): registry.dispatchState(from: old, to: new)
                 case .error(let error): registry.dispatchError(error)
+                case .lifecycle(let event): registry.dispatchLifecycle(event)
                 }
             }
             if counted { self?.noteDelivered(backlog) }

@@ -58,6 +58,7 @@ struct LineMachine: DialectMachine {
                                                       ping: .text(#"{"t":"ping"}"#))))
             }
         case "subok":
+            if let payload = json["payload"] { actions.append(.subscriptionPayload(channel!, payload)) }
             actions.append(.subscribed(channel!, recovered: json["recovered"]?.boolValue))
         case "subfail":
             actions.append(.subscriptionFailed(channel!, RealtimeError(.subscriptionRejected, "refused",
