@@ -1,6 +1,34 @@
 import Foundation
+import RealtimeCore
 @testable import RealtimePusher
 import Testing
+
+/// NaCl's own known answers (tests/core1.c, core2.c, stream.c, stream3.c, secretbox.c and secretbox2.c of
+/// the NaCl distribution, kept in libsodium's tests), each re-checked with libsodium 1.0.18 and
+/// PyCryptodome before being written here.
+enum NaClVectors {
+    /// crypto_scalarmult(alicesk, bobpk): core1's HSalsa20 key.
+    static let shared = hex("4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742")
+    /// HSalsa20(shared, 0¹⁶): crypto_box_beforenm, and the secretbox key of secretbox.c.
+    static let firstKey = hex("1b27556473e985d462cd51197a9a46c76009549eac6474f206c4ee0844f68389")
+    static let nonce = hex("69696ee955b62b73cd62bda875fc73d68219e0036b7a0b37")
+    /// HSalsa20(firstKey, nonce[0..<16]): core2's answer, the XSalsa20 subkey.
+    static let secondKey = hex("dc908dda0b9344a953629b733820778880f3ceb421bb61b91cbd4c3e66256ce4")
+    /// The first 32 bytes of XSalsa20(firstKey, nonce) (stream3.c), which are also secretbox's Poly1305 key.
+    static let streamStart = hex("eea6a7251c1e72916d11c2cb214d3c252539121d8e234e652d651fa4c8cff880")
+    /// SHA-256 of the first 4,194,304 bytes of XSalsa20(firstKey, nonce) (stream.c).
+    static let stream4MiBSHA256 = hex("662b9d0e3463029156069b12f918691a98f7dfb2ca0393c96bbfc6b1fbd630a2")
+    static let message = hex("be075fc53c81f2d5cf141316ebeb0c7b5228c52a4c62cbd44b66849b64244ffce5ecbaaf33bd751a1ac728d45e6c61296cdc3c01233561f41db66cce314adb310e3be8250c46f06dceea3a7fa1348057e2f6556ad6b1318a024a838f21af1fde048977eb48f59ffd4924ca1c60902e52f0a089bc76897040e082f937763848645e0705")
+    /// secretbox.c's output without NaCl's 16 leading zero bytes: tag ‖ ciphertext.
+    static let box = hex("f3ffc7703f9400e52a7dfb4b3d3305d98e993b9f48681273c29650ba32fc76ce48332ea7164d96a4476fb8c531a1186ac0dfc17c98dce87b4da7f011ec48c97271d2c20f9b928fe2270d6fb863d51738b48eeee314a7cc8ab932164548e526ae90224368517acfeabd6bb3732bc0e9da99832b61ca01b6de56244a9e88d5f9b37973f622a43d14a6599b1f654cb45a74e355a5")
+
+    static func hex(_ text: String) -> [UInt8] {
+        stride(from: 0, to: text.count, by: 2).map { offset in
+            let start = text.index(text.startIndex, offsetBy: offset)
+            return UInt8(text[start..<text.index(start, offsetBy: 2)], radix: 16)!
+        }
+    }
+}
 
 @Suite("XSalsa20-Poly1305 secretbox")
 struct SecretBoxTests {
@@ -26,6 +54,43 @@ struct SecretBoxTests {
         wrongKey[0] ^= 1
         #expect(SecretBox.open(Self.box, nonce: Self.nonce, key: wrongKey) == nil)
         #expect(SecretBox.open(Array(Self.box.prefix(15)), nonce: Self.nonce, key: Self.key) == nil)
+    }
+
+    @Test("NaCl secretbox.c: the 131-byte message seals to its published box, and secretbox2.c opens it back")
+    func naclSecretbox() {
+        #expect(NaClVectors.message.count == 131)
+        #expect(SecretBox.seal(NaClVectors.message, nonce: NaClVectors.nonce, key: NaClVectors.firstKey) == NaClVectors.box)
+        #expect(SecretBox.open(NaClVectors.box, nonce: NaClVectors.nonce, key: NaClVectors.firstKey) == NaClVectors.message)
+        var copy = NaClVectors.firstKey
+        let key = SecretBytes(consuming: &copy)
+        #expect(SecretBox.open(NaClVectors.box, nonce: NaClVectors.nonce, key: key) == NaClVectors.message)
+        var bad = NaClVectors.box
+        bad[NaClVectors.box.count - 1] ^= 0x80
+        #expect(SecretBox.open(bad, nonce: NaClVectors.nonce, key: NaClVectors.firstKey) == nil)
+    }
+
+    @Test("NaCl core1.c and core2.c: HSalsa20 known answers, as XSalsa20's subkey")
+    func hsalsa20() {
+        let core1 = NaClVectors.shared.withUnsafeBytes { XSalsa20(key: $0, nonce: [UInt8](repeating: 0, count: 24)) }
+        #expect(core1.subkey == NaClVectors.firstKey)
+        let core2 = NaClVectors.firstKey.withUnsafeBytes { XSalsa20(key: $0, nonce: NaClVectors.nonce) }
+        #expect(core2.subkey == NaClVectors.secondKey)
+    }
+
+    @Test("NaCl stream3.c and stream.c: the first 32 bytes, and the SHA-256 of 4 MiB, of the XSalsa20 stream")
+    func xsalsa20Stream() {
+        let stream = NaClVectors.firstKey.withUnsafeBytes { XSalsa20(key: $0, nonce: NaClVectors.nonce) }
+        #expect(stream.bytes(count: 32) == NaClVectors.streamStart)
+        #expect(stream.bytes(count: 100).prefix(32) == NaClVectors.streamStart[...])
+        #expect(SHA256.hash(stream.bytes(count: 4_194_304)) == NaClVectors.stream4MiBSHA256)
+    }
+
+    @Test("wipe() zeroes the XSalsa20 subkey")
+    func wipeSubkey() {
+        let stream = NaClVectors.firstKey.withUnsafeBytes { XSalsa20(key: $0, nonce: NaClVectors.nonce) }
+        #expect(stream.subkey == NaClVectors.secondKey)
+        stream.wipe()
+        #expect(stream.subkey == [UInt8](repeating: 0, count: 32))
     }
 
     @Test("RFC 8439 §2.5.2 Poly1305 vector")

@@ -51,7 +51,7 @@ struct PollReadinessTests {
     }
 
     @Test("wss echo with both ends on poll, records read directly and by OpenSSL",
-          arguments: [TLSRecordReading.direct, .openSSL])
+          arguments: [TLSRecordReading.directDecryptionOptimization, .openSSL])
     func echoOverTLS(reading: TLSRecordReading) async throws {
         let certificates = try TLSTestCertificates.shared.get()
         let server = WebSocketServer.Configuration(

@@ -106,8 +106,8 @@ struct TLSDirectReadingTests {
     ]
 
     /// A connected pair; `suite` is forced through the server's TLS 1.3 suite list.
-    func pair(suite: String = "TLS_AES_128_GCM_SHA256", client clientReading: TLSRecordReading = .direct,
-              server serverReading: TLSRecordReading = .direct, minimumVersion: TLSMinimumVersion = .tls12,
+    func pair(suite: String = "TLS_AES_128_GCM_SHA256", client clientReading: TLSRecordReading = .directDecryptionOptimization,
+              server serverReading: TLSRecordReading = .directDecryptionOptimization, minimumVersion: TLSMinimumVersion = .tls12,
               cut: (Int) -> [Int] = Cuts.whole) throws -> (client: TLSEndpoint, server: TLSEndpoint) {
         let serverContext = try TLSContext(server: TLSServerConfiguration(
             certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey),
@@ -178,8 +178,10 @@ struct TLSDirectReadingTests {
 
         // Finished and data in one read: OpenSSL reads the data records, the reader continues after them.
         let serverContext = try TLSContext(server: TLSServerConfiguration(
-            certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey)))
-        let clientContext = try TLSContext(client: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)]))
+            certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey),
+            recordReading: .directDecryptionOptimization))
+        let clientContext = try TLSContext(client: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)],
+                                                                    recordReading: .directDecryptionOptimization))
         let lateClient = TLSEndpoint(try TLSEngine(client: clientContext, host: "localhost"))
         let lateServer = TLSEndpoint(try TLSEngine(server: serverContext))
         _ = try lateClient.engine.advanceHandshake()
@@ -197,7 +199,7 @@ struct TLSDirectReadingTests {
     }
 
     @Test("key updates: the reader follows the peer's, and answers one that asks for ours",
-          arguments: suiteNames.map(\.0), [TLSRecordReading.direct, .openSSL])
+          arguments: suiteNames.map(\.0), [TLSRecordReading.directDecryptionOptimization, .openSSL])
     func keyUpdates(suite: String, serverReading: TLSRecordReading) throws {
         let (client, server) = try pair(suite: suite, server: serverReading)
         var expectedAtClient: [UInt8] = []
@@ -222,8 +224,10 @@ struct TLSDirectReadingTests {
     @Test("a KeyUpdate OpenSSL read before the takeover keeps that connection on OpenSSL, intact")
     func keyUpdateBeforeTakeover() throws {
         let serverContext = try TLSContext(server: TLSServerConfiguration(
-            certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey)))
-        let clientContext = try TLSContext(client: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)]))
+            certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey),
+            recordReading: .directDecryptionOptimization))
+        let clientContext = try TLSContext(client: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)],
+                                                                    recordReading: .directDecryptionOptimization))
         let client = TLSEndpoint(try TLSEngine(client: clientContext, host: "localhost"))
         let server = TLSEndpoint(try TLSEngine(server: serverContext))
         _ = try client.engine.advanceHandshake()
@@ -242,9 +246,11 @@ struct TLSDirectReadingTests {
     @Test("TLS 1.2 stays with OpenSSL's record layer and still works")
     func tls12StaysWithOpenSSL() throws {
         let serverContext = try TLSContext(server: TLSServerConfiguration(
-            certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey)))
+            certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey),
+            recordReading: .directDecryptionOptimization))
         serverContext.limitToTLS12()
-        let clientContext = try TLSContext(client: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)]))
+        let clientContext = try TLSContext(client: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)],
+                                                                    recordReading: .directDecryptionOptimization))
         let client = TLSEndpoint(try TLSEngine(client: clientContext, host: "localhost"))
         let server = TLSEndpoint(try TLSEngine(server: serverContext))
         for _ in 0..<6 {
@@ -269,6 +275,34 @@ struct TLSDirectReadingTests {
         #expect(client.closedByPeer)
     }
 
+    @Test("by default neither side hands its reading to the direct reader, nor installs the key-log callback")
+    func defaultsKeepOpenSSL() throws {
+        let serverContext = try TLSContext(server: TLSServerConfiguration(
+            certificateChain: .file(certificates.leafCertificate), privateKey: .file(certificates.leafKey)))
+        let clientContext = try TLSContext(client: TLSConfiguration(additionalTrustRoots: [.file(certificates.caCertificate)]))
+        #expect(!clientContext.capturesTrafficSecrets)
+        #expect(!serverContext.capturesTrafficSecrets)
+        let client = TLSEndpoint(try TLSEngine(client: clientContext, host: "localhost"))
+        let server = TLSEndpoint(try TLSEngine(server: serverContext))
+        for _ in 0..<6 where !(client.engine.isHandshakeComplete && server.engine.isHandshakeComplete) {
+            _ = try client.engine.advanceHandshake()
+            try client.send(to: server)
+            try server.send(to: client)
+        }
+        #expect(client.engine.protocolVersion == "TLSv1.3")
+        try server.engine.writePlaintext(Self.pattern(50_000, seed: 8))
+        try server.send(to: client)
+        try client.engine.writePlaintext(Self.pattern(20_000, seed: 9))
+        try client.send(to: server)
+        #expect(!client.engine.readsRecordsDirectly)
+        #expect(!server.engine.readsRecordsDirectly)
+        #expect(difference(client.received, Self.pattern(50_000, seed: 8)) == nil)
+        #expect(difference(server.received, Self.pattern(20_000, seed: 9)) == nil)
+        // Asking for the optimisation does install it (so the checks above can fail).
+        let directContext = try TLSContext(client: TLSConfiguration(recordReading: .directDecryptionOptimization))
+        #expect(directContext.capturesTrafficSecrets)
+    }
+
     @Test("a record altered in flight fails authentication with a typed error")
     func tamperedRecord() throws {
         let (client, server) = try pair()
@@ -290,7 +324,7 @@ extension TLSDirectReadingTests {
                       ("unprotected change_cipher_spec", "unexpected message"), ("short", nil)])
     func alertOnRejection(_ name: String, alert: String?) throws {
         // The server reads through OpenSSL, which names the alert it receives.
-        let (client, server) = try pair(client: .direct, server: .openSSL)
+        let (client, server) = try pair(client: .directDecryptionOptimization, server: .openSSL)
         try server.engine.writePlaintext(Self.pattern(100, seed: 1))
         try server.send(to: client)
         #expect(client.engine.readsRecordsDirectly)
@@ -404,8 +438,14 @@ struct TLS13RecordReaderTests {
         return result
     }
 
-    @Test("padding, empty records, tickets split over records, key updates, under every cut", arguments: 0..<24)
-    func mixedStream(seed: Int) throws {
+    @Test("padding, empty records, tickets split over records, key updates, under every cut (EVP)", arguments: 0..<24)
+    func mixedStreamEVP(seed: Int) throws { try mixedStream(seed: seed, path: .evp) }
+
+    @Test("padding, empty records, tickets split over records, key updates, under every cut (VAES path)",
+          AESGCMOpenTests.wideEnabled, arguments: 0..<24)
+    func mixedStreamWide(seed: Int) throws { try mixedStream(seed: seed, path: .wideAESGCM) }
+
+    func mixedStream(seed: Int, path: AEADOpener.Path) throws {
         let sealer = Sealer()
         var stream: [UInt8] = []
         var expected: [UInt8] = []
@@ -425,7 +465,8 @@ struct TLS13RecordReaderTests {
         case 1: Cuts.single
         default: Cuts.random(seed: UInt64(seed))
         }
-        let reader = try TLS13RecordReader(suite: .aes128GCMSHA256, secret: Self.secret, sequenceNumber: 0)
+        let reader = try TLS13RecordReader(suite: .aes128GCMSHA256, secret: Self.secret, sequenceNumber: 0, path: path)
+        #expect(reader.aeadPath == path)
         let result = try read(stream, cut: cut, reader: reader)
         #expect(result.error == nil)
         #expect(difference(result.plaintext, expected) == nil)
@@ -450,6 +491,45 @@ struct TLS13RecordReaderTests {
         let result = try read(sealer.seal([9], type: 23) + sealer.seal([1, 0], type: 21) + sealer.seal([8], type: 23))
         #expect(result.plaintext == [9])
         #expect(result.outcome == .closedByPeer)
+    }
+
+    @Test("wipeKeys() zeroes the secret, IV and nonce storage; every read afterwards fails typed")
+    func wipeKeys() throws {
+        let sealer = Sealer()
+        let reader = try TLS13RecordReader(suite: .aes128GCMSHA256, secret: Self.secret, sequenceNumber: 0)
+        #expect(reader.keyStorageSnapshot.prefix(32) == Self.secret[...])
+        #expect(try read(sealer.seal([1, 2, 3], type: 23), reader: reader).plaintext == [1, 2, 3])
+        reader.wipeKeys()
+        #expect(reader.keyStorageSnapshot.count == 32 + 24)
+        #expect(reader.keyStorageSnapshot.allSatisfy { $0 == 0 })
+        let after = try read(sealer.seal([4], type: 23), reader: reader)
+        #expect(after.plaintext.isEmpty)
+        #expect(after.error?.code == .tlsFailed)
+        #expect(after.error?.context.detail == "internal_error")
+    }
+
+    @Test("the keys are zeroed as soon as the peer closes or a record is rejected", arguments: ["close_notify", "bad record"])
+    func keysWipedWhenDone(_ ending: String) throws {
+        let sealer = Sealer()
+        let reader = try TLS13RecordReader(suite: .aes128GCMSHA256, secret: Self.secret, sequenceNumber: 0)
+        let first = sealer.seal([7], type: 23)
+        var last = sealer.seal([1, 0], type: 21)
+        if ending == "bad record" { last[last.count - 1] ^= 1 }
+        let result = try read(first + last, reader: reader)
+        #expect(result.plaintext == [7])
+        #expect(ending == "close_notify" ? result.outcome == .closedByPeer : result.error?.context.detail == "bad_record_mac")
+        #expect(reader.keyStorageSnapshot.allSatisfy { $0 == 0 })
+    }
+
+    @Test("a key update replaces the secret in place: the old one is not left beside the new")
+    func keyUpdateOverwritesSecret() throws {
+        let sealer = Sealer()
+        let reader = try TLS13RecordReader(suite: .aes128GCMSHA256, secret: Self.secret, sequenceNumber: 0)
+        let stream = sealer.keyUpdate(requested: false) + sealer.seal([5], type: 23)
+        #expect(try read(stream, reader: reader).plaintext == [5])
+        let storage = reader.keyStorageSnapshot
+        #expect(Array(storage.prefix(32)) == sealer.secret)
+        #expect(!storage.contains(subsequence: Self.secret))
     }
 
     @Test("malformed records each get their own typed error", arguments: [

@@ -18,8 +18,8 @@ struct TLSEngineTests {
     }
 
     func clientContext(trustingTestCA: Bool = true, pem: Bool = false,
-                       cipherPreference: TLSCipherPreference = .fastestMeasured,
-                       recordReading: TLSRecordReading = .direct) throws -> TLSContext {
+                       cipherPreference: TLSCipherPreference = .aesGCM,
+                       recordReading: TLSRecordReading = .openSSL) throws -> TLSContext {
         let roots: [TLSPEMSource] = trustingTestCA
             ? [pem ? .pem(certificates.pem(certificates.caCertificate)) : .file(certificates.caCertificate)] : []
         return try TLSContext(client: TLSConfiguration(additionalTrustRoots: roots, cipherPreference: cipherPreference,
@@ -80,15 +80,25 @@ struct TLSEngineTests {
         #expect(server.cipherName == expected)
     }
 
-    @Test("the measured preference picks one of the two fast AEADs and puts it first")
-    func measuredPreference() throws {
-        let measured = TLSCipherSpeed.measuredFastest
-        #expect([TLSCipherSpeed.aesFirst, TLSCipherSpeed.chaChaFirst].contains(measured))
-        #expect(TLSCipherSpeed.suites(for: .fastestMeasured) == measured)
-        let client = try TLSEngine(client: clientContext(), host: "localhost")
+    @Test("by default the order is fixed: AES-128-GCM first, ChaCha20-Poly1305 and AES-256-GCM still offered")
+    func defaultCipherOrder() throws {
+        let defaults = TLSConfiguration()
+        #expect(defaults.cipherPreference == .aesGCM)
+        #expect(defaults.recordReading == .openSSL)
+        #expect(TLSCipherSuites.suites(for: defaults.cipherPreference)
+                == "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384")
+        let client = try TLSEngine(client: clientContext(cipherPreference: defaults.cipherPreference), host: "localhost")
         let server = try TLSEngine(server: serverContext())
         #expect(handshake(client, server) == nil)
-        #expect(measured.hasPrefix(client.cipherName + ":"))
+        #expect(client.cipherName == "TLS_AES_128_GCM_SHA256")
+        // A server that takes only one of the others still finds it in the default offer.
+        for only in ["TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_256_GCM_SHA384"] {
+            let narrowServer = try serverContext()
+            narrowServer.restrictSuites(tls13: only)
+            let client = try TLSEngine(client: clientContext(), host: "localhost")
+            #expect(handshake(client, try TLSEngine(server: narrowServer)) == nil, "\(only)")
+            #expect(client.cipherName == only)
+        }
     }
 
     @Test("an IP literal is verified against the certificate's IP address")

@@ -84,7 +84,15 @@ public enum PusherAuthorizer: Sendable {
 
     /// The key of an encrypted channel, base64: SHA-256(channel name ‖ master key), as Pusher's servers derive it.
     public static func sharedSecret(channel: String, masterKey: [UInt8]) -> String {
-        Data(SHA256.hash(Array(channel.utf8) + masterKey)).base64EncodedString()
+        var input = Array(channel.utf8) + masterKey
+        var key = SHA256.hash(input)
+        defer {
+            secureZero(&input)
+            secureZero(&key)
+        }
+        return key.withUnsafeMutableBytes {
+            Data(bytesNoCopy: $0.baseAddress!, count: $0.count, deallocator: .none).base64EncodedString()
+        }
     }
 
     /// The inline signer, public for tests and tools.

@@ -1,4 +1,7 @@
+import RealtimeCore
+
 /// SHA-256 (FIPS 180-4), because CryptoKit is not available on Linux and the package takes no dependencies.
+/// Its message buffers are zeroed after use: it hashes key material (encrypted channels' master key).
 public struct SHA256: Sendable {
     /// Bytes in a digest.
     public static let digestCount = 32
@@ -46,6 +49,7 @@ public struct SHA256: Sendable {
         pending += [UInt8](repeating: 0, count: 56 - pending.count)
         for shift in stride(from: 56, through: 0, by: -8) { pending.append(UInt8(truncatingIfNeeded: bitCount >> UInt64(shift))) }
         compress(pending)
+        secureZero(&pending)
         pending.removeAll()
         var digest: [UInt8] = []
         digest.reserveCapacity(Self.digestCount)
@@ -65,6 +69,7 @@ public struct SHA256: Sendable {
 
     private mutating func compress(_ block: [UInt8]) {
         var w = [UInt32](repeating: 0, count: 64)
+        defer { secureZero(&w) }
         for i in 0..<16 {
             w[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16
                 | UInt32(block[4 * i + 2]) << 8 | UInt32(block[4 * i + 3])

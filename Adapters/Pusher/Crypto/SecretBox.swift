@@ -1,5 +1,9 @@
+import RealtimeCore
+
 /// NaCl `crypto_secretbox_open` (XSalsa20-Poly1305), which Pusher's encrypted channels use.
 /// Only opening is needed by a client; `seal` exists for the embedded test server and tests.
+/// Everything derived from the key (the HSalsa20 subkey, the keystream, the Poly1305 key) is zeroed
+/// before these return.
 public enum SecretBox {
     public static let keyCount = 32
     public static let nonceCount = 24
@@ -7,10 +11,24 @@ public enum SecretBox {
 
     /// The plaintext of `box` (tag ‖ ciphertext), or `nil` when the tag does not verify.
     public static func open(_ box: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8]? {
+        key.withUnsafeBytes { open(box, nonce: nonce, key: $0) }
+    }
+
+    /// The same with a key kept in ``SecretBytes``.
+    package static func open(_ box: [UInt8], nonce: [UInt8], key: SecretBytes) -> [UInt8]? {
+        key.withUnsafeBytes { open(box, nonce: nonce, key: $0) }
+    }
+
+    static func open(_ box: [UInt8], nonce: [UInt8], key: UnsafeRawBufferPointer) -> [UInt8]? {
         guard key.count == keyCount, nonce.count == nonceCount, box.count >= tagCount else { return nil }
         let stream = XSalsa20(key: key, nonce: nonce)
-        let keystream = stream.bytes(count: 32 + box.count - tagCount)
-        let polyKey = Array(keystream[0..<32])
+        var keystream = stream.bytes(count: 32 + box.count - tagCount)
+        stream.wipe()
+        var polyKey = Array(keystream[0..<32])
+        defer {
+            secureZero(&keystream)
+            secureZero(&polyKey)
+        }
         let cipher = Array(box[tagCount...])
         let tag = Poly1305.authenticate(cipher, key: polyKey)
         // Constant time: every byte is compared whatever the first difference.
@@ -25,61 +43,106 @@ public enum SecretBox {
     /// tag ‖ ciphertext of `plaintext`.
     public static func seal(_ plaintext: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8] {
         precondition(key.count == keyCount && nonce.count == nonceCount, "secretbox key 32 bytes, nonce 24 bytes")
-        let keystream = XSalsa20(key: key, nonce: nonce).bytes(count: 32 + plaintext.count)
+        let stream = key.withUnsafeBytes { XSalsa20(key: $0, nonce: nonce) }
+        var keystream = stream.bytes(count: 32 + plaintext.count)
+        stream.wipe()
+        var polyKey = Array(keystream[0..<32])
+        defer {
+            secureZero(&keystream)
+            secureZero(&polyKey)
+        }
         var cipher = plaintext
         for index in cipher.indices { cipher[index] ^= keystream[32 + index] }
-        return Poly1305.authenticate(cipher, key: Array(keystream[0..<32])) + cipher
+        return Poly1305.authenticate(cipher, key: polyKey) + cipher
     }
 }
 
-/// The XSalsa20 stream: HSalsa20 derives a subkey from the first 16 nonce bytes, Salsa20 runs with the rest.
-struct XSalsa20 {
-    private let subkey: [UInt32]
-    private let nonceWords: (UInt32, UInt32)
+/// The XSalsa20 stream: HSalsa20 derives a subkey from the key and the first 16 nonce bytes, Salsa20 runs
+/// with the subkey and the last 8. The subkey and the block being computed live in one allocation that
+/// ``wipe()`` (and deinit) zeroes.
+final class XSalsa20 {
+    /// Words 0..<8: the subkey; 8..<24: the block input; 24..<40: the block being mixed.
+    private let words: UnsafeMutableBufferPointer<UInt32>
+    private let nonceTail: (UInt32, UInt32)
 
-    init(key: [UInt8], nonce: [UInt8]) {
-        let keyWords = Self.words(key)
-        let nonceHead = Self.words(Array(nonce[0..<16]))
-        var state = Self.initialState(key: keyWords, input: nonceHead)
-        Self.rounds(&state)
-        subkey = [state[0], state[5], state[10], state[15], state[6], state[7], state[8], state[9]]
-        let tail = Self.words(Array(nonce[16..<24]))
-        nonceWords = (tail[0], tail[1])
+    init(key: UnsafeRawBufferPointer, nonce: [UInt8]) {
+        precondition(key.count == 32 && nonce.count == 24, "XSalsa20 takes a 32-byte key and a 24-byte nonce")
+        words = .allocate(capacity: 40)
+        words.initialize(repeating: 0)
+        for index in 0..<8 { words[index] = Self.word(key, at: 4 * index) }
+        // HSalsa20: the Salsa20 rounds over the key and nonce[0..<16], without the final addition; the
+        // subkey is words 0, 5, 10, 15, 6, 7, 8, 9.
+        let (head, tail) = nonce.withUnsafeBytes { nonce in
+            ((Self.word(nonce, at: 0), Self.word(nonce, at: 4), Self.word(nonce, at: 8), Self.word(nonce, at: 12)),
+             (Self.word(nonce, at: 16), Self.word(nonce, at: 20)))
+        }
+        nonceTail = tail
+        Self.setUp(words, input: head)
+        let mixed = UnsafeMutableBufferPointer(rebasing: words[24..<40])
+        Self.rounds(mixed)
+        for (slot, index) in [0, 5, 10, 15, 6, 7, 8, 9].enumerated() { words[slot] = mixed[index] }
+        secureZero(UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: words[8..<40])))
+    }
+
+    deinit {
+        wipe()
+        words.deallocate()
+    }
+
+    /// Zeroes the subkey and the block state; the stream must not be used afterwards.
+    func wipe() {
+        secureZero(UnsafeMutableRawBufferPointer(words))
+    }
+
+    /// The HSalsa20 subkey (tests).
+    var subkey: [UInt8] {
+        (0..<8).flatMap { index in (0..<4).map { UInt8(truncatingIfNeeded: words[index] >> (8 * UInt32($0))) } }
     }
 
     /// The first `count` keystream bytes.
     func bytes(count: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(count + 64)
-        var counter: UInt64 = 0
-        while out.count < count {
-            let input = [nonceWords.0, nonceWords.1, UInt32(truncatingIfNeeded: counter), UInt32(truncatingIfNeeded: counter >> 32)]
-            let initial = Self.initialState(key: subkey, input: input)
-            var state = initial
-            Self.rounds(&state)
-            for index in 0..<16 {
-                let word = state[index] &+ initial[index]
-                out += [UInt8(truncatingIfNeeded: word), UInt8(truncatingIfNeeded: word >> 8),
-                        UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 24)]
+        [UInt8](unsafeUninitializedCapacity: count) { output, initialized in
+            var counter: UInt64 = 0
+            var offset = 0
+            let input = UnsafeMutableBufferPointer(rebasing: words[8..<24])
+            let mixed = UnsafeMutableBufferPointer(rebasing: words[24..<40])
+            while offset < count {
+                Self.setUp(words, input: (nonceTail.0, nonceTail.1, UInt32(truncatingIfNeeded: counter),
+                                          UInt32(truncatingIfNeeded: counter >> 32)))
+                Self.rounds(mixed)
+                for index in 0..<16 {
+                    let word = mixed[index] &+ input[index]
+                    for byte in 0..<4 where offset + 4 * index + byte < count {
+                        output[offset + 4 * index + byte] = UInt8(truncatingIfNeeded: word >> (8 * UInt32(byte)))
+                    }
+                }
+                offset += 64
+                counter += 1
             }
-            counter += 1
-        }
-        return Array(out[0..<count])
-    }
-
-    private static func words(_ bytes: [UInt8]) -> [UInt32] {
-        stride(from: 0, to: bytes.count, by: 4).map {
-            UInt32(bytes[$0]) | UInt32(bytes[$0 + 1]) << 8 | UInt32(bytes[$0 + 2]) << 16 | UInt32(bytes[$0 + 3]) << 24
+            secureZero(UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: words[8..<40])))
+            initialized = count
         }
     }
 
-    /// "expand 32-byte k" laid out with the key and a 16-byte input (nonce and counter).
-    private static func initialState(key: [UInt32], input: [UInt32]) -> [UInt32] {
-        [0x6170_7865, key[0], key[1], key[2], key[3], 0x3320_646e, input[0], input[1],
-         input[2], input[3], 0x7962_2d32, key[4], key[5], key[6], key[7], 0x6b20_6574]
+    private static func word(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
+            | UInt32(bytes[offset + 3]) << 24
     }
 
-    private static func rounds(_ x: inout [UInt32]) {
+    /// Lays "expand 32-byte k", the key (words 0..<8) and a 16-byte input into words 8..<24, and copies
+    /// them to 24..<40 for mixing (written in place: no temporary copy of the key).
+    private static func setUp(_ words: UnsafeMutableBufferPointer<UInt32>, input: (UInt32, UInt32, UInt32, UInt32)) {
+        words[8] = 0x6170_7865
+        words[9] = words[0]; words[10] = words[1]; words[11] = words[2]; words[12] = words[3]
+        words[13] = 0x3320_646e
+        words[14] = input.0; words[15] = input.1; words[16] = input.2; words[17] = input.3
+        words[18] = 0x7962_2d32
+        words[19] = words[4]; words[20] = words[5]; words[21] = words[6]; words[22] = words[7]
+        words[23] = 0x6b20_6574
+        for index in 8..<24 { words[16 + index] = words[index] }
+    }
+
+    private static func rounds(_ x: UnsafeMutableBufferPointer<UInt32>) {
         func quarter(_ a: Int, _ b: Int, _ c: Int, _ d: Int) {
             x[b] ^= (x[a] &+ x[d]).rotatedLeft(7)
             x[c] ^= (x[b] &+ x[a]).rotatedLeft(9)

@@ -29,8 +29,8 @@ public struct PusherMachine: DialectMachine {
         var phase: Phase
         /// The presence identity sent with the subscribe, kept to tell the app who it is.
         var channelData: String?
-        /// The key of an encrypted channel.
-        var sharedKey: [UInt8]?
+        /// The key of an encrypted channel, zeroed when the last subscription value holding it goes.
+        var sharedKey: SecretBytes?
         /// A decryption failed and a fresh key is being fetched (`serial`); events wait in `held`.
         var rekeying: UInt64?
         var held: [RealtimeEvent] = []
@@ -398,7 +398,7 @@ public struct PusherMachine: DialectMachine {
     }
 
     private mutating func sendSubscribe(_ channel: ChannelID, auth: String?, channelData: String?,
-                                        sharedKey: [UInt8]? = nil, actions: inout [DialectAction]) {
+                                        sharedKey: SecretBytes? = nil, actions: inout [DialectAction]) {
         subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData,
                                                    sharedKey: sharedKey)
         awaitingAnswer.append(channel.name)
@@ -514,7 +514,7 @@ public struct PusherMachine: DialectMachine {
                                                 context: .init(channel: channel)), actions: &actions)
                     return
                 }
-                var sharedKey: [UInt8]?
+                var sharedKey: SecretBytes?
                 if channel.name.hasPrefix("private-encrypted-") {
                     guard let key = Self.sharedKey(json) else {
                         fail(channel, RealtimeError(.authorizationFailed,
@@ -569,10 +569,13 @@ public struct PusherMachine: DialectMachine {
 
     private static let rekeyWork = "pusher.rekey"
 
-    static func sharedKey(_ json: JSONValue) -> [UInt8]? {
-        guard let text = json["shared_secret"]?.stringValue, let data = Data(base64Encoded: text),
-              data.count == SecretBox.keyCount else { return nil }
-        return Array(data)
+    /// The decoded `shared_secret`; the decoding buffer is zeroed (the base64 text itself is an immutable
+    /// String the authorizer's JSON owns, beyond reach).
+    static func sharedKey(_ json: JSONValue) -> SecretBytes? {
+        guard let text = json["shared_secret"]?.stringValue, var data = Data(base64Encoded: text) else { return nil }
+        defer { data.withUnsafeMutableBytes { secureZero($0) } }
+        guard data.count == SecretBox.keyCount else { return nil }
+        return data.withUnsafeBytes { SecretBytes(copying: $0) }
     }
 
     /// Decrypts an event of an encrypted channel; on failure fetches a fresh key once and retries.
@@ -599,7 +602,7 @@ public struct PusherMachine: DialectMachine {
     /// Delivers the plaintext of `event`. Returns `false` when it could not be opened and `retryable`;
     /// otherwise reports the failure and drops the event.
     @discardableResult
-    private func decryptAndDeliver(_ event: RealtimeEvent, key: [UInt8], retryable: Bool,
+    private func decryptAndDeliver(_ event: RealtimeEvent, key: SecretBytes, retryable: Bool,
                                    actions: inout [DialectAction]) -> Bool {
         guard let nonce = event.data["nonce"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
               let cipher = event.data["ciphertext"]?.stringValue.flatMap({ Data(base64Encoded: $0) }) else {

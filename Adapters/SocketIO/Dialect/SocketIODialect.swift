@@ -156,14 +156,23 @@ public struct SocketIODialect: RealtimeDialect {
 
     /// `base` for WebSocket sessions; for polling, an Engine.IO long-polling transport over `URLSession`
     /// that upgrades to `base` when `transports` is `[.polling, .websocket]`. When `base` has a TLS trust
-    /// policy of its own (pins, extra roots), polling over `https` fails with `.unsupported`, since
-    /// `URLSession` would not apply it: use `transports: [.websocket]` then.
+    /// policy of its own (pins, extra roots), `https` polling applies it through a `URLSession` delegate
+    /// where `base` can evaluate a `SecTrust` (`NetworkWebSocketTransport` on Apple platforms); elsewhere
+    /// (Linux, whose `URLSession` cannot be given roots or pins) it fails with `.unsupported`: use
+    /// `transports: [.websocket]` there.
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport {
         switch initialTransport {
         case .websocket: return base
         case .polling:
-            return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil,
-                                            refusesHTTPS: base.customizesTLSTrust)
+            var polling = EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil,
+                                                   refusesHTTPS: base.customizesTLSTrust)
+            #if canImport(Security)
+            if base.customizesTLSTrust, let evaluator = base as? any ServerTrustEvaluating {
+                polling.refusesHTTPS = false
+                polling.trustEvaluator = evaluator
+            }
+            #endif
+            return polling
         }
     }
 

@@ -3,6 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 import RealtimeCore
+#if canImport(Security)
+import Security
+#endif
 
 /// Engine.IO long-polling over `URLSession`, optionally upgrading to the session's WebSocket transport.
 ///
@@ -11,14 +14,23 @@ import RealtimeCore
 struct EngineIOPollingTransport: RealtimeTransport {
     /// The WebSocket transport to upgrade to; `nil` stays on polling.
     var upgradeTransport: (any RealtimeTransport)?
-    /// The session's transport verifies servers its own way (pins, extra roots), which `URLSession`
-    /// cannot: `https` polling is refused rather than let it bypass that.
+    /// The session's transport verifies servers its own way (pins, extra roots) and cannot lend that
+    /// policy to `URLSession` here: `https` polling is refused rather than let it bypass that.
     var refusesHTTPS = false
+    #if canImport(Security)
+    /// The session's transport's own trust policy, applied to `https` polling through the `URLSession`
+    /// delegate (Apple platforms).
+    var trustEvaluator: (any ServerTrustEvaluating)?
+    #endif
 
     func open(_ request: ConnectionRequest,
               handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        var trustDelegate: PollingTrustDelegate?
+        #if canImport(Security)
+        trustDelegate = trustEvaluator.map(PollingTrustDelegate.init)
+        #endif
         let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport,
-                                           refusesHTTPS: refusesHTTPS, handler: handler)
+                                           refusesHTTPS: refusesHTTPS, trustDelegate: trustDelegate, handler: handler)
         connection.start()
         return connection
     }
@@ -45,9 +57,10 @@ private final class PollingConnection: TransportConnection {
     private let mailbox = Locked(Mailbox())
     private let io = Locked(IO())
     private let session: URLSession
+    private let trustDelegate: PollingTrustDelegate?
 
     init(request: ConnectionRequest, upgradeTransport: (any RealtimeTransport)?, refusesHTTPS: Bool,
-         handler: @escaping @Sendable (TransportEvent) -> Void) {
+         trustDelegate: PollingTrustDelegate?, handler: @escaping @Sendable (TransportEvent) -> Void) {
         self.request = request
         self.upgradeTransport = upgradeTransport
         self.refusesHTTPS = refusesHTTPS
@@ -56,7 +69,8 @@ private final class PollingConnection: TransportConnection {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 2  // one GET and one POST
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
+        self.trustDelegate = trustDelegate
+        session = URLSession(configuration: configuration, delegate: trustDelegate, delegateQueue: nil)
     }
 
     func start() {
@@ -166,7 +180,9 @@ private final class PollingConnection: TransportConnection {
         let task = session.dataTask(with: urlRequest) { [weak self] data, response, error in
             guard let self else { return }
             let result: Result<EngineIOPolling.HTTPResponse, RealtimeError>
-            if let error {
+            if error != nil, let refusal = self.trustDelegate?.refusal.withLock({ $0 }) {
+                result = .failure(refusal)  // the delegate's reason, not URLSession's "cancelled"
+            } else if let error {
                 let nsError = error as NSError
                 let code: RealtimeError.Code = nsError.code == NSURLErrorTimedOut ? .timedOut : .transportFailed
                 result = .failure(RealtimeError(code, "polling \(method) failed: \(error.localizedDescription)",
@@ -179,4 +195,32 @@ private final class PollingConnection: TransportConnection {
         }
         task.resume()
     }
+}
+
+/// Answers `https` server-trust challenges of a polling connection's `URLSession` with the session
+/// transport's own trust policy, so polling reaches exactly the servers the WebSocket may reach; the
+/// reason for a refusal is kept for the request that fails because of it.
+final class PollingTrustDelegate: NSObject, URLSessionDelegate, Sendable {
+    let refusal = Locked<RealtimeError?>(nil)
+    #if canImport(Security)
+    private let evaluator: any ServerTrustEvaluating
+
+    init(_ evaluator: any ServerTrustEvaluating) {
+        self.evaluator = evaluator
+    }
+
+    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        guard let trust = challenge.protectionSpace.serverTrust else {
+            completionHandler(.performDefaultHandling, nil)  // not a server-trust challenge
+            return
+        }
+        if let failure = evaluator.evaluateServerTrust(trust) {
+            refusal.withLock { $0 = failure }
+            completionHandler(.cancelAuthenticationChallenge, nil)
+        } else {
+            completionHandler(.useCredential, URLCredential(trust: trust))
+        }
+    }
+    #endif
 }

@@ -3,22 +3,38 @@ import Dispatch
 import Foundation
 import Network
 import RealtimeCore
+#if canImport(Security)
+import Security
+#endif
 
 /// The Apple-platform transport: `NWConnection` carries TCP and TLS as a byte stream; the package's own
 /// handshake and codec speak WebSocket on top, exactly as on Linux.
 ///
-/// TLS uses the system trust store and TLS ≥ 1.2 (or 1.3 when configured); a `wss://` open with
-/// `additionalTrustRoots`, `pinnedPublicKeys` or `trustsSystemRoots = false` fails with `.unsupported`
-/// rather than ignore them. Not built on Linux (no Network framework; CI type-checks it against a stub).
-public final class NetworkWebSocketTransport: RealtimeTransport {
+/// TLS is TLS ≥ 1.2 (or 1.3 when configured) with the system trust store, or, when the configuration
+/// has `additionalTrustRoots`, `pinnedPublicKeys` or `trustsSystemRoots = false`, with a verify block that
+/// evaluates the server's `SecTrust` with those roots as anchors and then checks the pins against each
+/// certificate of the evaluated chain; a refusal fails the open with `.tlsFailed` saying why. Not built
+/// on Linux (no Network framework; CI type-checks it against a stub).
+public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEvaluating {
     public let configuration: WebSocketTransport.Configuration
 
     public init(configuration: WebSocketTransport.Configuration = WebSocketTransport.Configuration()) {
         self.configuration = configuration
     }
 
-    /// True with pins or custom roots: this transport refuses them, and long-polling must not bypass them.
+    /// True with pins or custom roots: long-polling must then apply them too (through
+    /// ``evaluateServerTrust(_:)``) rather than bypass them.
     public var customizesTLSTrust: Bool { configuration.tls.customizesTrust }
+
+    /// Judges a server trust met outside this transport (Socket.IO's long-polling over `URLSession`) with
+    /// this transport's TLS configuration.
+    public func evaluateServerTrust(_ trust: SecTrust) -> RealtimeError? {
+        do {
+            return try TLSTrustPolicy(configuration.tls).evaluate(trust)
+        } catch {
+            return error
+        }
+    }
 
     public func open(_ request: ConnectionRequest,
                      handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
@@ -43,6 +59,8 @@ final class NetworkWebSocketConnection: TransportConnection {
         var localClose: (code: Int, reason: String)?
         /// Bytes handed to `send` whose completion has not come back yet.
         var unsentBytes = 0
+        /// Why the verify block refused the server: reported instead of Network.framework's bare status.
+        var trustFailure: RealtimeError?
     }
 
     private let configuration: WebSocketTransport.Configuration
@@ -68,13 +86,6 @@ final class NetworkWebSocketConnection: TransportConnection {
             queue.async { self.finish(.failed(error)) }
             return
         }
-        if target.secure, let unsupported = Self.unsupportedTLSSetting(configuration.tls) {
-            // Ignoring a pin or a custom trust setting would weaken what the app asked for: refuse instead.
-            queue.async {
-                self.finish(.failed(RealtimeError(.unsupported, "NetworkWebSocketTransport does not support \(unsupported)")))
-            }
-            return
-        }
         let parameters: NWParameters
         if target.secure {
             let tls = NWProtocolTLS.Options()
@@ -83,6 +94,21 @@ final class NetworkWebSocketConnection: TransportConnection {
                 options, configuration.tls.minimumVersion == .tls13 ? .TLSv13 : .TLSv12)
             for name in configuration.tls.applicationProtocols {
                 sec_protocol_options_add_tls_application_protocol(options, name)
+            }
+            if configuration.tls.customizesTrust {
+                let policy: TLSTrustPolicy
+                do {
+                    policy = try TLSTrustPolicy(configuration.tls)
+                } catch {
+                    queue.async { self.finish(.failed(error)) }
+                    return
+                }
+                // Replaces the default evaluation, so it evaluates in full itself (see TLSTrustPolicy.evaluate).
+                sec_protocol_options_set_verify_block(options, { [weak self] _, secTrust, complete in
+                    let failure = policy.evaluate(sec_trust_copy_ref(secTrust).takeRetainedValue())
+                    if let failure { self?.state.withLock { $0.trustFailure = failure } }
+                    complete(failure == nil)
+                }, queue)
             }
             parameters = NWParameters(tls: tls)
         } else {
@@ -113,7 +139,7 @@ final class NetworkWebSocketConnection: TransportConnection {
             write(bytes)
             readNext()
         case .failed(let error), .waiting(let error):
-            finish(.failed(Self.realtimeError(error)))
+            finish(.failed(state.withLock { $0.trustFailure } ?? Self.realtimeError(error)))
         default:
             break
         }
@@ -249,14 +275,6 @@ final class NetworkWebSocketConnection: TransportConnection {
         default:
             return RealtimeError(.transportFailed, "connection failed: \(error)")
         }
-    }
-
-    /// The first TLS setting this transport cannot honour, if any.
-    static func unsupportedTLSSetting(_ tls: TLSConfiguration) -> String? {
-        if !tls.pinnedPublicKeys.isEmpty { return "pinnedPublicKeys" }
-        if !tls.additionalTrustRoots.isEmpty { return "additionalTrustRoots" }
-        if !tls.trustsSystemRoots { return "trustsSystemRoots = false" }
-        return nil
     }
 
     /// Words for the Secure Transport codes a certificate check ends with (SecureTransport.h).

@@ -1,9 +1,6 @@
 #if canImport(COpenSSL)
 import COpenSSL
 import RealtimeCore
-#if canImport(CRealtimeAEAD)
-import CRealtimeAEAD
-#endif
 
 /// A TLS 1.3 cipher suite the direct record reader decrypts (RFC 8446 §B.4).
 package enum TLS13Suite: Sendable, CaseIterable {
@@ -26,19 +23,20 @@ package enum TLS13Suite: Sendable, CaseIterable {
     static let ivLength = 12
     static let tagLength = 16
 
-    var cipher: OpaquePointer? {
+    var algorithm: AEADOpener.Algorithm {
         switch self {
-        case .aes128GCMSHA256: EVP_aes_128_gcm()
-        case .aes256GCMSHA384: EVP_aes_256_gcm()
-        case .chaCha20Poly1305SHA256: EVP_chacha20_poly1305()
+        case .aes128GCMSHA256: .aes128GCM
+        case .aes256GCMSHA384: .aes256GCM
+        case .chaCha20Poly1305SHA256: .chaCha20Poly1305
         }
     }
 
     var digest: OpaquePointer? { self == .aes256GCMSHA384 ? EVP_sha384() : EVP_sha256() }
 
-    /// HKDF-Expand-Label(secret, label, "", length) of RFC 8446 §7.1, for lengths up to one hash output
-    /// (all that traffic keys, IVs and updated secrets need).
-    package func expandLabel(secret: [UInt8], label: String, length: Int) -> [UInt8] {
+    /// HKDF-Expand-Label(secret, label, "", output.count) of RFC 8446 §7.1 into `output`, for lengths up to
+    /// one hash output (all that traffic keys, IVs and updated secrets need). `output` may be `secret`.
+    package func expandLabel(secret: UnsafeRawBufferPointer, label: String, into output: UnsafeMutableRawBufferPointer) {
+        let length = output.count
         precondition(length <= hashLength, "one HKDF block only")
         let fullLabel = Array("tls13 \(label)".utf8)
         // HkdfLabel { uint16 length; opaque label<7..255>; opaque context<0..255> } then the block counter 1.
@@ -47,9 +45,17 @@ package enum TLS13Suite: Sendable, CaseIterable {
         info += [0, 1]
         var block = [UInt8](repeating: 0, count: 64)
         var blockLength: UInt32 = 0
-        _ = HMAC(digest, secret, Int32(secret.count), info, info.count, &block, &blockLength)
-        let output = Array(block[0..<length])
-        block.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) }
+        _ = HMAC(digest, secret.baseAddress, Int32(secret.count), info, info.count, &block, &blockLength)
+        block.withUnsafeBytes { output.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+        secureZero(&block)
+    }
+
+    /// The same, returned as an array (tests, and callers that wipe the result themselves).
+    package func expandLabel(secret: [UInt8], label: String, length: Int) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: length)
+        secret.withUnsafeBytes { secret in
+            output.withUnsafeMutableBytes { expandLabel(secret: secret, label: label, into: $0) }
+        }
         return output
     }
 }
@@ -79,10 +85,20 @@ package final class TLS13RecordReader {
     package static let maximumHandshakeMessageLength = 65_536
 
     package let suite: TLS13Suite
-    private let context: OpaquePointer
-    private var secret: [UInt8]
-    private var iv: [UInt8]
-    private var nonce: [UInt8]
+    private let opener: AEADOpener
+    /// The traffic secret (hash length), then the IV and the per-record nonce (12 bytes each): one
+    /// allocation, zeroed by ``wipeKeys()`` and at deinit.
+    private let keyStorage: UnsafeMutableRawBufferPointer
+    private var secret: UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(rebasing: keyStorage[0..<suite.hashLength])
+    }
+    private var iv: UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(rebasing: keyStorage[suite.hashLength..<suite.hashLength + 12])
+    }
+    private var nonce: UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(rebasing: keyStorage[suite.hashLength + 12..<suite.hashLength + 24])
+    }
+    private var keysWiped = false
     package private(set) var sequenceNumber: UInt64
     /// Key updates the peer made since the reader took over.
     package private(set) var keyUpdates = 0
@@ -92,35 +108,68 @@ package final class TLS13RecordReader {
     private var handshakeBytes: [UInt8] = []
     private var peerClosed = false
 
-    /// A reader for records protected with `secret` (the peer's current application traffic secret), the
-    /// next of which has sequence number `sequenceNumber`.
-    package init(suite: TLS13Suite, secret: [UInt8], sequenceNumber: UInt64) throws(RealtimeError) {
+    /// A reader for records protected with `secret` (the peer's current application traffic secret, copied:
+    /// the caller wipes its own), the next of which has sequence number `sequenceNumber`; `path` picks the
+    /// AEAD code (the fastest here when nil).
+    package init(suite: TLS13Suite, secret: UnsafeRawBufferPointer, sequenceNumber: UInt64,
+                 path: AEADOpener.Path? = nil) throws(RealtimeError) {
         guard secret.count == suite.hashLength else {
             throw RealtimeError(.tlsFailed, "TLS traffic secret has the wrong length",
                                 context: .init(detail: "\(secret.count) bytes for \(suite)"))
         }
-        guard let context = EVP_CIPHER_CTX_new() else { throw TLSErrors.openSSL("EVP_CIPHER_CTX_new") }
-        self.context = context
+        let keyStorage = UnsafeMutableRawBufferPointer.allocate(byteCount: suite.hashLength + 24, alignment: 16)
+        keyStorage.initializeMemory(as: UInt8.self, repeating: 0)
+        keyStorage.copyMemory(from: secret)
+        let key = UnsafeMutableRawBufferPointer.allocate(byteCount: suite.algorithm.keyLength, alignment: 16)
+        defer {
+            secureZero(key)
+            key.deallocate()
+        }
+        suite.expandLabel(secret: secret, label: "key", into: key)
+        do throws(RealtimeError) {
+            opener = try AEADOpener(suite.algorithm, key: UnsafeRawBufferPointer(key), path: path)
+        } catch {
+            secureZero(keyStorage)
+            keyStorage.deallocate()
+            throw error
+        }
+        self.keyStorage = keyStorage
         self.suite = suite
-        self.secret = secret
         self.sequenceNumber = sequenceNumber
-        iv = []
-        nonce = []
-        try installKeys()
+        suite.expandLabel(secret: secret, label: "iv", into: iv)
+        nonce.copyMemory(from: UnsafeRawBufferPointer(iv))
+    }
+
+    /// The same with the secret in an array (tests).
+    package convenience init(suite: TLS13Suite, secret: [UInt8], sequenceNumber: UInt64,
+                             path: AEADOpener.Path? = nil) throws(RealtimeError) {
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: secret.count, alignment: 16)
+        defer {
+            secureZero(copy)
+            copy.deallocate()
+        }
+        secret.withUnsafeBytes { copy.copyMemory(from: $0) }
+        try self.init(suite: suite, secret: UnsafeRawBufferPointer(copy), sequenceNumber: sequenceNumber, path: path)
     }
 
     deinit {
-        #if canImport(CRealtimeAEAD)
-        if let fastKey {
-            realtime_gcm_wipe(fastKey)
-            fastKey.deallocate()
-        }
-        #endif
-        EVP_CIPHER_CTX_free(context)
-        Self.wipe(&secret)
-        Self.wipe(&iv)
-        Self.wipe(&nonce)
+        wipeKeys()
+        keyStorage.deallocate()
     }
+
+    /// The AEAD code this reader decrypts with.
+    package var aeadPath: AEADOpener.Path { opener.path }
+
+    /// Zeroes the traffic secret, IV, nonce and the AEAD key schedule. Done when the peer closes, when a
+    /// record is rejected and at deinit; every read afterwards fails.
+    package func wipeKeys() {
+        secureZero(keyStorage)
+        opener.wipe()
+        keysWiped = true
+    }
+
+    /// A copy of the secret, IV and nonce storage (tests check it is zeroed).
+    package var keyStorageSnapshot: [UInt8] { Array(keyStorage) }
 
     /// Starts with `bytes`, the beginning of a record that OpenSSL was not given.
     package func carry(_ bytes: [UInt8]) {
@@ -147,6 +196,19 @@ package final class TLS13RecordReader {
     package func read(_ bytes: UnsafeMutableRawBufferPointer,
                       deliver: (UnsafeRawBufferPointer) -> Bool) throws(RealtimeError) -> Outcome {
         if peerClosed { return .closedByPeer }
+        guard !keysWiped else { throw Self.failure("internal_error", "the reader has ended and its keys are wiped") }
+        do {
+            let outcome = try readRecords(bytes, deliver: deliver)
+            if peerClosed { wipeKeys() }  // close_notify: nothing more will be decrypted
+            return outcome
+        } catch {
+            wipeKeys()  // every error here is fatal to the connection
+            throw error
+        }
+    }
+
+    private func readRecords(_ bytes: UnsafeMutableRawBufferPointer,
+                             deliver: (UnsafeRawBufferPointer) -> Bool) throws(RealtimeError) -> Outcome {
         var position = 0
         if !partialRecord.isEmpty {
             // Complete the record begun in an earlier read: first its header, then its body.
@@ -165,6 +227,7 @@ package final class TLS13RecordReader {
             let opened = record.withUnsafeMutableBytes { bytes in
                 Result { () throws(RealtimeError) in try open(bytes, deliver: deliver) }
             }
+            secureZero(&record)  // it holds plaintext now; its capacity is kept or freed below
             record.removeAll(keepingCapacity: true)
             if partialRecord.isEmpty { swap(&record, &partialRecord) }
             guard try opened.get() else { return peerClosed ? .closedByPeer : .stopped }
@@ -204,7 +267,7 @@ package final class TLS13RecordReader {
         }
         let sealedLength = length - TLS13Suite.tagLength
         let plaintext = record.baseAddress! + 5
-        try decrypt(UnsafeRawBufferPointer(record), sealedLength: sealedLength, into: plaintext)
+        try decrypt(record, sealedLength: sealedLength)
         // TLSInnerPlaintext: content, the real content type, then zero padding.
         var end = sealedLength
         while end > 0, plaintext.load(fromByteOffset: end - 1, as: UInt8.self) == 0 { end -= 1 }
@@ -238,31 +301,15 @@ package final class TLS13RecordReader {
         }
     }
 
-    private func decrypt(_ record: UnsafeRawBufferPointer, sealedLength: Int,
-                         into plaintext: UnsafeMutableRawPointer) throws(RealtimeError) {
+    private func decrypt(_ record: UnsafeMutableRawBufferPointer, sealedLength: Int) throws(RealtimeError) {
         // The per-record nonce is the IV with the 64-bit sequence number XORed into its last 8 bytes.
         for index in 0..<8 {
             nonce[4 + index] = iv[4 + index] ^ UInt8(truncatingIfNeeded: sequenceNumber >> (56 - 8 * UInt64(index)))
         }
-        let base = record.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        let output = plaintext.assumingMemoryBound(to: UInt8.self)
-        #if canImport(CRealtimeAEAD)
-        if let fastKey, output == base + 5 {
-            guard realtime_gcm_open(fastKey, nonce, base, 5, output, sealedLength, base + 5 + sealedLength) == 1 else {
-                throw Self.failure("bad_record_mac", "record \(sequenceNumber) failed authentication")
-            }
-            return try advanceSequence()
-        }
-        #endif
-        var written: Int32 = 0
-        var finalWritten: Int32 = 0
-        let opened = EVP_DecryptInit_ex(context, nil, nil, nil, nonce) == 1
-            && EVP_DecryptUpdate(context, nil, &written, base, 5) == 1  // the header is the additional data
-            && EVP_DecryptUpdate(context, output, &written, base + 5, Int32(sealedLength)) == 1
-            && realtime_EVP_CIPHER_CTX_set_tag(context, UnsafeMutableRawPointer(mutating: base + 5 + sealedLength),
-                                               Int32(TLS13Suite.tagLength)) == 1
-            && EVP_DecryptFinal_ex(context, output + Int(written), &finalWritten) == 1
-        ERR_clear_error()
+        // The header is the additional data.
+        let opened = opener.open(nonce: nonce.baseAddress!, aad: UnsafeRawBufferPointer(rebasing: record[0..<5]),
+                                 data: UnsafeMutableRawBufferPointer(rebasing: record[5..<5 + sealedLength]),
+                                 tag: record.baseAddress! + 5 + sealedLength)
         guard opened else {
             throw Self.failure("bad_record_mac", "record \(sequenceNumber) failed authentication")
         }
@@ -296,47 +343,28 @@ package final class TLS13RecordReader {
                     throw Self.failure("unexpected_message", "data after a KeyUpdate in the same record")
                 }
                 if handshakeBytes[4] == 1 { peerRequestedKeyUpdate = true }
-                secret = suite.expandLabel(secret: secret, label: "traffic upd", length: suite.hashLength)
+                suite.expandLabel(secret: UnsafeRawBufferPointer(secret), label: "traffic upd", into: secret)
                 sequenceNumber = 0
                 keyUpdates += 1
                 try installKeys()
             default:
                 throw Self.failure("unexpected_message", "post-handshake message type \(type)")
             }
+            handshakeBytes.withUnsafeMutableBytes { secureZero(UnsafeMutableRawBufferPointer(rebasing: $0[0..<4 + length])) }
             handshakeBytes.removeFirst(4 + length)
         }
     }
 
     private func installKeys() throws(RealtimeError) {
-        var key = suite.expandLabel(secret: secret, label: "key", length: suite.keyLength)
-        defer { Self.wipe(&key) }
-        Self.wipe(&iv)
-        iv = suite.expandLabel(secret: secret, label: "iv", length: TLS13Suite.ivLength)
-        nonce = iv
-        guard EVP_DecryptInit_ex(context, suite.cipher, nil, key, nil) == 1 else {
-            throw TLSErrors.openSSL("installing the TLS read key")
+        let key = UnsafeMutableRawBufferPointer.allocate(byteCount: suite.algorithm.keyLength, alignment: 16)
+        defer {
+            secureZero(key)
+            key.deallocate()
         }
-        #if canImport(CRealtimeAEAD)
-        // AES-GCM with VAES and VPCLMULQDQ where the CPU has them: two blocks per instruction.
-        if suite != .chaCha20Poly1305SHA256, realtime_gcm_available() == 1 {
-            let fastKey = fastKey ?? .allocate(capacity: 1)
-            guard realtime_gcm_init(fastKey, key, key.count) == 1 else {
-                fastKey.deallocate()
-                self.fastKey = nil
-                return
-            }
-            self.fastKey = fastKey
-        }
-        #endif
-    }
-
-    #if canImport(CRealtimeAEAD)
-    /// The expanded key of the wide AES-GCM path; nil where EVP decrypts.
-    private var fastKey: UnsafeMutablePointer<realtime_gcm_key>?
-    #endif
-
-    private static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) }
+        suite.expandLabel(secret: UnsafeRawBufferPointer(secret), label: "key", into: key)
+        try opener.rekey(UnsafeRawBufferPointer(key))
+        suite.expandLabel(secret: UnsafeRawBufferPointer(secret), label: "iv", into: iv)
+        nonce.copyMemory(from: UnsafeRawBufferPointer(iv))
     }
 
     private static func failure(_ alert: String, _ why: String) -> RealtimeError {

@@ -18,9 +18,10 @@ package final class TLSContext: Sendable {
         pinnedPublicKeys = try configuration.decodedPins()
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSErrors.openSSL("SSL_CTX_new") }
         do throws(RealtimeError) {
-            try Self.configureCommon(context, minimumVersion: configuration.minimumVersion)
+            try Self.configureCommon(context, minimumVersion: configuration.minimumVersion,
+                                     recordReading: configuration.recordReading)
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-            guard SSL_CTX_set_ciphersuites(context, TLSCipherSpeed.suites(for: configuration.cipherPreference)) == 1 else {
+            guard SSL_CTX_set_ciphersuites(context, TLSCipherSuites.suites(for: configuration.cipherPreference)) == 1 else {
                 throw TLSErrors.openSSL("SSL_CTX_set_ciphersuites")
             }
             if configuration.trustsSystemRoots, SSL_CTX_set_default_verify_paths(context) != 1 {
@@ -58,7 +59,8 @@ package final class TLSContext: Sendable {
         pinnedPublicKeys = []
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSErrors.openSSL("SSL_CTX_new") }
         do throws(RealtimeError) {
-            try Self.configureCommon(context, minimumVersion: configuration.minimumVersion)
+            try Self.configureCommon(context, minimumVersion: configuration.minimumVersion,
+                                     recordReading: configuration.recordReading)
             switch configuration.certificateChain {
             case .file(let path):
                 guard SSL_CTX_use_certificate_chain_file(context, path) == 1 else {
@@ -100,6 +102,11 @@ package final class TLSContext: Sendable {
         context.withLock { SSL_CTX_free($0) }
     }
 
+    /// True when OpenSSL's key-log callback is installed (only for the direct decryption optimisation).
+    package var capturesTrafficSecrets: Bool {
+        context.withLock { SSL_CTX_get_keylog_callback($0) != nil }
+    }
+
     /// Narrows the TLS 1.3 suites this context accepts to `suites` (tests and benchmarks pick one).
     package func restrictSuites(tls13 suites: String) {
         context.withLock { _ = SSL_CTX_set_ciphersuites($0, suites) }
@@ -115,7 +122,8 @@ package final class TLSContext: Sendable {
         context.withLock { SSL_new($0) }
     }
 
-    private static func configureCommon(_ context: OpaquePointer, minimumVersion: TLSMinimumVersion) throws(RealtimeError) {
+    private static func configureCommon(_ context: OpaquePointer, minimumVersion: TLSMinimumVersion,
+                                        recordReading: TLSRecordReading) throws(RealtimeError) {
         let version = minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
         guard realtime_SSL_CTX_set_min_proto_version(context, version) == 1 else {
             throw TLSErrors.openSSL("SSL_CTX_set_min_proto_version")
@@ -125,9 +133,9 @@ package final class TLSContext: Sendable {
         // Read-ahead takes all buffered ciphertext (up to 64 KiB) in one BIO read instead of two per record.
         _ = realtime_SSL_CTX_set_read_ahead(context, 1)
         SSL_CTX_set_default_read_buffer_len(context, 64 * 1024)
-        // Hands the peer's TLS 1.3 traffic secret to connections that read records directly; the callback
-        // writes nothing anywhere and ignores connections that did not ask (see TLS13RecordReader).
-        realtime_SSL_CTX_capture_secrets(context)
+        // Only the direct reader needs the peer's TLS 1.3 traffic secret: the key-log callback that hands
+        // it over (writing nothing anywhere) is not even installed on OpenSSL-only contexts.
+        if recordReading == .directDecryptionOptimization { realtime_SSL_CTX_capture_secrets(context) }
     }
 
     private static func addTrustRoots(_ source: TLSPEMSource, to context: OpaquePointer) throws(RealtimeError) {
@@ -169,8 +177,8 @@ package final class TLSContext: Sendable {
     }
 }
 
-/// The TLS 1.3 suite list for a preference, and the one-time measurement behind `.fastestMeasured`.
-package enum TLSCipherSpeed {
+/// The TLS 1.3 suite list for a preference: a fixed order, never measured.
+package enum TLSCipherSuites {
     /// AES-128-GCM before AES-256 (as browsers do): as strong in practice and cheaper per byte.
     static let aesFirst = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384"
     static let chaChaFirst = "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384"
@@ -179,28 +187,11 @@ package enum TLSCipherSpeed {
         switch preference {
         case .aesGCM: aesFirst
         case .chaCha20Poly1305: chaChaFirst
-        case .fastestMeasured: measuredFastest
         }
     }
 
-    /// Measured once per process; a failed measurement keeps AES-GCM first.
-    package static let measuredFastest: String = {
-        guard let aes = EVP_aes_128_gcm(), let chaCha = EVP_chacha20_poly1305(),
-              sealNanoseconds(aes) != nil, sealNanoseconds(chaCha) != nil else {  // warm-up: first use fetches the implementation
-            return aesFirst
-        }
-        var bestAES = UInt64.max
-        var bestChaCha = UInt64.max
-        for _ in 0..<7 {  // interleaved, best of seven: a preempted trial only ever looks slower
-            bestAES = min(bestAES, sealNanoseconds(aes) ?? .max)
-            bestChaCha = min(bestChaCha, sealNanoseconds(chaCha) ?? .max)
-        }
-        // ChaCha must win clearly: close timings flip with noise (seen here: AES-GCM 5.0 against 4.1-4.3 GB/s
-        // once measured the other way round), and without AES-NI ChaCha wins by several times anyway.
-        return Double(bestChaCha) * 1.25 < Double(bestAES) ? chaChaFirst : aesFirst
-    }()
-
-    /// Bytes per second the AEAD of `preference`'s first suite seals in full records (best of five).
+    /// Bytes per second the AEAD of `preference`'s first suite seals in full records (best of five); for
+    /// `realtime-bench` only, never on a connection's path.
     package static func sealBytesPerSecond(_ preference: TLSCipherPreference) -> Double {
         let cipher = suites(for: preference).hasPrefix("TLS_CHACHA") ? EVP_chacha20_poly1305() : EVP_aes_128_gcm()
         guard let cipher, sealNanoseconds(cipher) != nil else { return 0 }
@@ -341,7 +332,7 @@ package final class TLSEngine {
         self.outgoing = outgoing
         self.host = host
         pinnedPublicKeys = context.pinnedPublicKeys
-        if context.recordReading == .direct {
+        if context.recordReading == .directDecryptionOptimization {
             let state = UnsafeMutablePointer<realtime_tls_read_secret>.allocate(capacity: 1)
             let label = context.role == .client ? "SERVER_TRAFFIC_SECRET_0" : "CLIENT_TRAFFIC_SECRET_0"
             if realtime_tls_capture_read_secret(ssl, state, label) == 1 {
@@ -460,10 +451,15 @@ package final class TLSEngine {
         }
         // Records still inside OpenSSL (a body that stopped early): try again after the next read.
         guard realtime_BIO_ctrl_pending(incoming) == 0, SSL_has_pending(ssl) == 0 else { return }
-        let secret = withUnsafeBytes(of: &readSecret.pointee.secret) { Array($0.prefix(suite.hashLength)) }
+        let sequenceNumber = readSecret.pointee.records_under_secret
         do throws(RealtimeError) {
-            let reader = try TLS13RecordReader(suite: suite, secret: secret,
-                                               sequenceNumber: readSecret.pointee.records_under_secret)
+            // The reader copies the secret; stopCapturingSecret() below wipes the capture.
+            let reader = try withUnsafeBytes(of: &readSecret.pointee.secret) { secret in
+                Result { () throws(RealtimeError) in
+                    try TLS13RecordReader(suite: suite, secret: UnsafeRawBufferPointer(rebasing: secret[0..<suite.hashLength]),
+                                          sequenceNumber: sequenceNumber)
+                }
+            }.get()
             var held: [UInt8] = []
             swap(&held, &heldRecordBytes)
             reader.carry(held)

@@ -1,5 +1,5 @@
-// A type-check-only stand-in for Apple's Network framework (plus the few Security declarations the
-// transport uses), so the Apple-only files in `Sources/RealtimeWebSocket/Apple/`
+// A type-check-only stand-in for Apple's Network framework (Security's declarations are in the stub
+// Security module, Security.swift), so the Apple-only files in `Sources/RealtimeWebSocket/Apple/`
 // (NetworkWebSocketTransport.swift, NetworkPathFollowing.swift) can be compiled on Linux. It declares only
 // what those files touch, with the signatures Apple's documentation gives; every body is
 // `fatalError("stub")`: nothing here is meant to run. `typecheck.sh` builds it with
@@ -9,61 +9,20 @@
 // Pages are under https://developer.apple.com/documentation/ ("…/" below); each comment names the page
 // the declaration was taken from.
 //
-// Where a declaration lives: `sec_protocol_options_t`, `tls_protocol_version_t` and the two
-// `sec_protocol_options_*` functions belong to Apple's Security framework (`OSStatus` to MacTypes,
-// `DNSServiceErrorType` to dns_sd). On Apple platforms they reach a file that imports Network and
-// Foundation through those modules' re-exports; here there is one module, so they are declared in it.
+// Where a declaration lives: `DNSServiceErrorType` belongs to dns_sd, which Network re-exports; it is
+// declared here.
 
 import Dispatch
 import Foundation  // Data, NSObjectProtocol, POSIXErrorCode (from Glibc, which Foundation re-exports)
+// Network's own headers import Security's, so a file that imports Network sees Security too; the stub
+// Security module (Security.swift beside this file) stands in for it.
+@_exported import Security
 
 // MARK: - Scalar types
-
-/// …/network/nwerror/tls(_:) shows `case tls(OSStatus)`; its symbol identifier
-/// (`s:7Network7NWErrorO3tlsyACs5Int32VcACmF`) spells the payload type out as `Swift.Int32`.
-public typealias OSStatus = Int32
 
 /// …/network/nwerror/dns(_:) shows `case dns(DNSServiceErrorType)`; its symbol identifier
 /// (`s:7Network7NWErrorO3dnsyACs5Int32VcACmF`) spells the payload type out as `Swift.Int32`.
 public typealias DNSServiceErrorType = Int32
-
-// MARK: - Security
-
-/// …/security/os_sec_protocol_options: `protocol OS_sec_protocol_options : NSObjectProtocol`.
-public protocol OS_sec_protocol_options: NSObjectProtocol {}
-
-/// …/security/sec_protocol_options_t: `typealias sec_protocol_options_t = any OS_sec_protocol_options`.
-public typealias sec_protocol_options_t = any OS_sec_protocol_options
-
-/// …/security/tls_protocol_version_t: `enum tls_protocol_version_t` with cases TLSv10, TLSv11, TLSv12,
-/// TLSv13, DTLSv10, DTLSv12 (conforms to RawRepresentable, Equatable, …). It is a C enum
-/// (`c:@E@tls_protocol_version_t`) of `uint16_t`; the raw values are the wire versions, as listed for
-/// the same enum at learn.microsoft.com/en-us/dotnet/api/security.tlsprotocolversion. Imported C enums
-/// are Sendable.
-public enum tls_protocol_version_t: UInt16, Sendable {
-    case TLSv10 = 0x0301
-    case TLSv11 = 0x0302
-    case TLSv12 = 0x0303
-    case TLSv13 = 0x0304
-    case DTLSv12 = 0xFEFD
-    case DTLSv10 = 0xFEFF
-}
-
-/// …/security/sec_protocol_options_set_min_tls_protocol_version(_:_:):
-/// `func sec_protocol_options_set_min_tls_protocol_version(_ options: sec_protocol_options_t,
-/// _ version: tls_protocol_version_t)`.
-public func sec_protocol_options_set_min_tls_protocol_version(_ options: sec_protocol_options_t,
-                                                              _ version: tls_protocol_version_t) {
-    fatalError("stub")
-}
-
-/// …/security/sec_protocol_options_add_tls_application_protocol(_:_:):
-/// `func sec_protocol_options_add_tls_application_protocol(_ options: sec_protocol_options_t,
-/// _ application_protocol: UnsafePointer<CChar>)`.
-public func sec_protocol_options_add_tls_application_protocol(_ options: sec_protocol_options_t,
-                                                              _ application_protocol: UnsafePointer<CChar>) {
-    fatalError("stub")
-}
 
 // MARK: - NWError
 
