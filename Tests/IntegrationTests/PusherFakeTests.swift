@@ -332,7 +332,7 @@ struct PusherFakeTests {
         }
     }
 
-    @Test("pusher-fake proves: a wrong signature (pusher_internal:subscription_error) fails the channel, typed; later subscribes do not wedge")
+    @Test("pusher-fake proves: a wrong signature (pusher_internal:subscription_error) fails the channel (event, typed error, state); later subscribes do not wedge")
     func wrongSignature() async throws {
         try await withPusherFake { server, app in
             let authorizer = PusherAuthorizer.custom { request in
@@ -344,8 +344,13 @@ struct PusherFakeTests {
             }
             let session = PusherFake.session(server, authorizer: authorizer)
             defer { session.disconnect() }
+            let seenByAny = Locked<[RealtimeEvent]>([])
+            session.onAny { event in
+                if event.name == "pusher:subscription_error" { seenByAny.withLock { $0.append(event) } }
+            }
             try await session.connect()
             let bad = session.channel("private-bad")
+            let badEvents = FakeEventLog(bad, "pusher:subscription_error")
             switch await subscriptionAnswer(bad) {
             case .failure(let error as RealtimeError)?:
                 #expect(error.code == .subscriptionRejected)
@@ -359,6 +364,10 @@ struct PusherFakeTests {
                 Issue.record("expected private-bad to be failed, got \(bad.state)")
             }
             #expect(session.state == .connected)
+            // The channel's own handlers and onAny see the refusal as an event (pusher-fake sends `{}`).
+            await pusherWait("the subscription_error event", seconds: Self.wait) { badEvents.count == 1 }
+            #expect(badEvents.data().first?["type"] == "SubscriptionError")
+            #expect(seenByAny.withLock { $0.map(\.channel) } == ["private-bad"])
 
             let good = session.channel("private-good")
             let log = FakeEventLog(good, "ok")

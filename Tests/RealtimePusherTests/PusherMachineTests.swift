@@ -433,7 +433,8 @@ struct PusherSigninTests {
         let refused = driver.receive(#"{"event":"pusher:error","data":{"message":"Invalid signature"}}"#)
         #expect(refused.resolutions.first?.0 == RequestID(1))
         if case .failure(let error)? = refused.resolutions.first?.1 {
-            #expect(error.code == .authorizationFailed)
+            #expect(error.code == .signInFailed)
+            #expect(error.context.serverPayload?["message"] == "Invalid signature")
         } else {
             Issue.record("the sign-in must fail")
         }
@@ -444,7 +445,9 @@ struct PusherSigninTests {
         noUser.establish()
         let failed = await noUser.runWork(noUser.handle(.custom(name: "signin", payload: .null, RequestID(3))))
         if case .failure(let error)? = failed.resolutions.first?.1 {
-            #expect(error.code == .invalidArgument)
+            // Typed as a sign-in failure; the cause (a missing userData) stays readable in the detail.
+            #expect(error.code == .signInFailed)
+            #expect(error.context.detail?.hasPrefix("invalid-argument") == true)
         } else {
             Issue.record("the sign-in must fail without userData")
         }

@@ -160,7 +160,7 @@ struct PusherSessionTests {
     func signin() async throws {
         let harness = PusherHarness()
         try await harness.session.connect()
-        let user = try await harness.session.signin()
+        let user = try await harness.session.signIn()
         #expect(user.id == "7")
         #expect(user.channel == "#server-to-user-7")
         let notices = Locked<[JSONValue]>([])
