@@ -61,7 +61,7 @@ struct PusherEmbeddedServerTests {
         #expect(typing.withLock { $0.first?.userID } == "1")
 
         await pusherWait("bob in alice's roster") { aliceRoster.members.ids == ["1", "2"] }
-        #expect(aliceRoster.members.me == "1")
+        #expect(aliceRoster.members.myID == "1")
         #expect(aliceRoster.members.members["2"] == ["name": "u2"])
         bob.disconnect()
         await pusherWait("bob left") { aliceRoster.members.ids == ["1"] }
@@ -161,7 +161,7 @@ struct PusherEmbeddedServerTests {
         _ = try await first.channel("presence-room").subscribed()
         _ = try await second.channel("presence-room").subscribed()
         await pusherWait("both members") { roster.members.ids == ["a", "b"] }
-        #expect(roster.members.me == "a")
+        #expect(roster.members.myID == "a")
         #expect(roster.members.members["b"] == ["m": "b"])
         let user = try await second.signIn()
         #expect(user.id == "b")

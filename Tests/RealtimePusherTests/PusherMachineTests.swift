@@ -195,7 +195,7 @@ struct PusherSubscriptionTests {
         #expect(event?.data["presence"]?["ids"] == ["7", "8"])
         var members = PusherMembers()
         members.apply(event!)
-        #expect(members.me == "7")
+        #expect(members.myID == "7")
         #expect(members.ids == ["7", "8"])
         let added = driver.receive(#"{"event":"pusher_internal:member_added","channel":"presence-room","data":"{\"user_id\":9,\"user_info\":{\"name\":\"Bo\"}}"}"#).delivered
         #expect(added.map(\.name) == ["pusher:member_added"])
