@@ -62,6 +62,10 @@ public struct PusherMachine: DialectMachine {
     private var userChannel: String?
     /// How the connection must end, decided by a frame.
     private var decidedEnd: ConnectionEnd?
+    /// Whether the connection being opened (or open) uses `wss`.
+    private var currentUsesTLS = true
+    /// A close 4000 over `ws` switched this session to `wss`, for good: a second 4000 is final.
+    private var switchedToTLS = false
 
     init(vendor: PusherVendor, key: String, authorizer: PusherAuthorizer?, activityTimeout: Duration,
          pongTimeout: Duration) {
@@ -74,10 +78,26 @@ public struct PusherMachine: DialectMachine {
 
     // MARK: Connection
 
+    /// Opens over `wss` once a close 4000 asked for TLS; remembers which scheme this attempt uses.
+    public mutating func willOpen(_ request: inout ConnectionRequest) {
+        if switchedToTLS, request.url.scheme == "ws",
+           var components = URLComponents(url: request.url, resolvingAgainstBaseURL: false) {
+            components.scheme = "wss"
+            if let url = components.url { request.url = url }
+        }
+        currentUsesTLS = request.url.scheme == "wss"
+    }
+
     public mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction]) {}
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
-        let end = decidedEnd ?? Self.classify(closure, vendor: vendor)
+        var end = decidedEnd ?? Self.classify(closure, vendor: vendor)
+        // 4000 "use TLS" (pusher-js switches to TLS): one more attempt over wss; a 4000 after that stays final.
+        if decidedEnd == nil, case .closedByPeer(4000?, _) = closure.kind, vendor.retriesOverTLSOn4000,
+           !currentUsesTLS, !switchedToTLS {
+            switchedToTLS = true
+            end = .reconnectImmediately
+        }
         connectionID = nil
         subscriptions = [:]
         awaitingAnswer = []
