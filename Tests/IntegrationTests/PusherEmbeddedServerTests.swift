@@ -207,4 +207,32 @@ struct PusherEmbeddedServerTests {
             #expect(session.state == .connected)
         }
     }
+    @Test("typed APIs over a real socket: subscription counts, user-scope events and watchlist changes after signIn()")
+    func typedAPIs() async throws {
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        let session = PusherLive.session(server, userID: "5")
+        let other = PusherLive.session(server, userID: "6")
+        defer { session.disconnect(); other.disconnect() }
+        let counts = Locked<[Int]>([])
+        session.channel("news").onSubscriptionCount { count in counts.withLock { $0.append(count) } }
+        let notices = Locked<[JSONValue]>([])
+        session.user.on("notice") { event in notices.withLock { $0.append(event.data) } }
+        let changes = Locked<[PusherWatchlistEvent]>([])
+        session.user.onWatchlist { change in changes.withLock { $0.append(change) } }
+        try await session.connect()
+        try await other.connect()
+        _ = try await session.channel("news").subscribed()
+        _ = try await other.channel("news").subscribed()
+        server.sendSubscriptionCount("news")
+        await pusherWait("count") { counts.withLock { $0 } == [2] }
+
+        #expect(try await session.user.signIn().id == "5")
+        await pusherWait("user channel") { server.clients.contains { $0.channels.contains("#server-to-user-5") } }
+        server.trigger("news", event: "notice", data: ["on": "news"])
+        server.sendToUser("5", event: "notice", data: ["to": "you"])
+        server.sendWatchlistEvent(to: "5", name: "online", userIDs: ["6"])
+        await pusherWait("watchlist") { changes.withLock { $0.count } == 1 }
+        #expect(changes.withLock { $0 } == [PusherWatchlistEvent(kind: .online, userIDs: ["6"])])
+        #expect(notices.withLock { $0 } == [["to": "you"]])
+    }
 }
