@@ -10,6 +10,9 @@ import RealtimeCore
 ///   subscription still waiting for an answer, so a later subscribe never wedges.
 /// - Sign-in (`custom("signin")`) stays armed: it runs again after every reconnect, then joins
 ///   `#server-to-user-<id>`.
+/// - Every `*:error` is also delivered as an event; every refused subscription gives its channel a
+///   `*:subscription_error` event before it fails.
+/// - A close 4000 over `ws` makes the next attempts use `wss` (Pusher only; one retry, then final).
 public struct PusherMachine: DialectMachine {
     /// The `custom` command name of user sign-in.
     public static let signinCommand = "signin"

@@ -39,6 +39,7 @@ public protocol RealtimeDialect: Sendable {
 }
 
 extension DialectMachine {
+    /// Leaves the request as the dialect built it.
     public mutating func willOpen(_ request: inout ConnectionRequest) {}
 }
 
