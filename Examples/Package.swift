@@ -11,6 +11,15 @@ let package = Package(
             name: "ChatClient",
             dependencies: [.product(name: "Realtime", package: "Realtime")]
         ),
+        // The README's Pusher and Bird samples, line for line: built here so they keep compiling.
+        .executableTarget(
+            name: "PusherPresence",
+            dependencies: [.product(name: "Realtime", package: "Realtime")]
+        ),
+        .executableTarget(
+            name: "BirdSignIn",
+            dependencies: [.product(name: "Realtime", package: "Realtime")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

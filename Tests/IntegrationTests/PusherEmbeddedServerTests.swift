@@ -61,7 +61,7 @@ struct PusherEmbeddedServerTests {
         #expect(typing.withLock { $0.first?.userID } == "1")
 
         await pusherWait("bob in alice's roster") { aliceRoster.members.ids == ["1", "2"] }
-        #expect(aliceRoster.members.me == "1")
+        #expect(aliceRoster.members.myID == "1")
         #expect(aliceRoster.members.members["2"] == ["name": "u2"])
         bob.disconnect()
         await pusherWait("bob left") { aliceRoster.members.ids == ["1"] }
@@ -98,7 +98,7 @@ struct PusherEmbeddedServerTests {
         try await session.connect()
         let room = session.channel("private-room")
         _ = try await room.subscribed()
-        let user = try await session.signin()
+        let user = try await session.signIn()
         #expect(user.id == "9")
         await pusherWait("user channel") { server.clients.first?.channels.contains("#server-to-user-9") == true }
         server.sendToUser("9", event: "notice", data: ["hello": "you"])
@@ -161,9 +161,9 @@ struct PusherEmbeddedServerTests {
         _ = try await first.channel("presence-room").subscribed()
         _ = try await second.channel("presence-room").subscribed()
         await pusherWait("both members") { roster.members.ids == ["a", "b"] }
-        #expect(roster.members.me == "a")
+        #expect(roster.members.myID == "a")
         #expect(roster.members.members["b"] == ["m": "b"])
-        let user = try await second.signin()
+        let user = try await second.signIn()
         #expect(user.id == "b")
         let got = Locked<[JSONValue]>([])
         second.on("hello") { event in got.withLock { $0.append(event.data) } }
@@ -174,5 +174,65 @@ struct PusherEmbeddedServerTests {
         server.sendToUser("b", event: "hello", data: ["x": 1])
         await pusherWait("user event") { got.withLock { $0 } == [["x": 1]] }
         await #expect(throws: RealtimeError.self) { _ = try await first.channel("private-encrypted-x").subscribed() }
+    }
+    @Test("errors as events over a real socket: a wrong signature gives pusher:error (session) and pusher:subscription_error (channel); Bird's bird:error too")
+    func errorsAsEvents() async throws {
+        for vendor in [PusherVendor.pusher, .bird] {
+            let key = vendor == .bird ? "bird-key" : PusherLive.key
+            let server = try PusherTestServer(key: key, secret: PusherLive.secret, vendor: vendor)
+            let authorizer = PusherAuthorizer.inline(secret: "not-the-secret")
+            let dialect: PusherDialect = vendor == .bird
+                ? .bird(appKey: key, authorizer: authorizer, host: "127.0.0.1", port: server.port,
+                        reconnectPolicy: PusherLive.policy)
+                : .pusher(key: key, authorizer: authorizer, host: "127.0.0.1", port: server.port,
+                          reconnectPolicy: PusherLive.policy)
+            let session = RealtimeSession(dialect: dialect, transport: PusherLive.transport,
+                                          options: SessionOptions(connectTimeout: .seconds(3)))
+            defer { session.disconnect() }
+            let prefix = vendor.systemPrefix
+            let sessionErrors = Locked<[RealtimeEvent]>([])
+            session.on(prefix + "error") { event in sessionErrors.withLock { $0.append(event) } }
+            let channelErrors = Locked<[RealtimeEvent]>([])
+            let room = session.channel("private-room")
+            room.on(prefix + "subscription_error") { event in channelErrors.withLock { $0.append(event) } }
+            try await session.connect()
+            await #expect(throws: RealtimeError.self) { _ = try await room.subscribed() }
+            await pusherWait("both events (\(vendor.name))") {
+                sessionErrors.withLock { $0.count } == 1 && channelErrors.withLock { $0.count } == 1
+            }
+            #expect(sessionErrors.withLock { $0.first?.data["message"]?.stringValue?.hasPrefix("Invalid signature") } == true)
+            #expect(channelErrors.withLock { $0.first?.channel } == "private-room")
+            if case .failed(let error) = room.state { #expect(error.code == .subscriptionRejected) }
+            else { Issue.record("expected a failed channel, got \(room.state)") }
+            #expect(session.state == .connected)
+        }
+    }
+    @Test("typed APIs over a real socket: subscription counts, user-scope events and watchlist changes after signIn()")
+    func typedAPIs() async throws {
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        let session = PusherLive.session(server, userID: "5")
+        let other = PusherLive.session(server, userID: "6")
+        defer { session.disconnect(); other.disconnect() }
+        let counts = Locked<[Int]>([])
+        session.channel("news").onSubscriptionCount { count in counts.withLock { $0.append(count) } }
+        let notices = Locked<[JSONValue]>([])
+        session.user.on("notice") { event in notices.withLock { $0.append(event.data) } }
+        let changes = Locked<[PusherWatchlistEvent]>([])
+        session.user.onWatchlist { change in changes.withLock { $0.append(change) } }
+        try await session.connect()
+        try await other.connect()
+        _ = try await session.channel("news").subscribed()
+        _ = try await other.channel("news").subscribed()
+        server.sendSubscriptionCount("news")
+        await pusherWait("count") { counts.withLock { $0 } == [2] }
+
+        #expect(try await session.user.signIn().id == "5")
+        await pusherWait("user channel") { server.clients.contains { $0.channels.contains("#server-to-user-5") } }
+        server.trigger("news", event: "notice", data: ["on": "news"])
+        server.sendToUser("5", event: "notice", data: ["to": "you"])
+        server.sendWatchlistEvent(to: "5", name: "online", userIDs: ["6"])
+        await pusherWait("watchlist") { changes.withLock { $0.count } == 1 }
+        #expect(changes.withLock { $0 } == [PusherWatchlistEvent(kind: .online, userIDs: ["6"])])
+        #expect(notices.withLock { $0 } == [["to": "you"]])
     }
 }

@@ -183,7 +183,7 @@ struct PusherFakeTests {
         }
     }
 
-    @Test("pusher-fake proves: presence members, me, added/removed as a second session and a pysher process join and leave; leave() empties the roster")
+    @Test("pusher-fake proves: presence members, me with info, added/removed handlers (kept through removeAllHandlers) as a second session and a pysher process join and leave; leave() empties the roster")
     func presence() async throws {
         try await withPusherFake { server, app in
             let alice = PusherFake.session(server, authorizer: PusherFake.inline(user: "alice"))
@@ -193,10 +193,15 @@ struct PusherFakeTests {
             let bobRoster = bob.presence("presence-room")
             let aliceRoom = alice.channel("presence-room")
             let changes = FakeEventLog(aliceRoom, "pusher:member_added", "pusher:member_removed")
+            let joined = Locked<[PresenceMember]>([])
+            let left = Locked<[PresenceMember]>([])
+            aliceRoster.onMemberAdded { member in joined.withLock { $0.append(member) } }
+            aliceRoster.onMemberRemoved { member in left.withLock { $0.append(member) } }
             try await alice.connect()
             _ = try await alice.channel("presence-room").subscribed()
             await pusherWait("alice alone", seconds: Self.wait) { aliceRoster.members.ids == ["alice"] }
-            #expect(aliceRoster.members.me == "alice")
+            #expect(aliceRoster.members.myID == "alice")
+            #expect(aliceRoster.me == PresenceMember(id: "alice", info: ["via": "inline"]))
             #expect(aliceRoster.members.members["alice"] == ["via": "inline"])
 
             try await bob.connect()
@@ -204,8 +209,14 @@ struct PusherFakeTests {
             await pusherWait("bob in alice's roster", seconds: Self.wait) { aliceRoster.members.ids == ["alice", "bob"] }
             #expect(aliceRoster.members.members["bob"] == ["via": "endpoint"])
             await pusherWait("bob's own roster", seconds: Self.wait) { bobRoster.members.ids == ["alice", "bob"] }
-            #expect(bobRoster.members.me == "bob")
+            #expect(bobRoster.members.myID == "bob")
             #expect(bobRoster.members.members["alice"] == ["via": "inline"])
+            struct Via: Decodable, Equatable { var via: String }
+            #expect(try aliceRoster.member(id: "bob")?.info(as: Via.self) == Via(via: "endpoint"))
+            #expect(joined.withLock { $0 } == [PresenceMember(id: "bob", info: ["via": "endpoint"])])
+
+            // The app clears its handlers: its own log stops, the roster and its member handlers go on.
+            alice.removeAllHandlers()
 
             // A second process: pysher, signing for itself, joins and leaves.
             try await app.run(["op": "join", "channel": "presence-room", "user_id": "py"])
@@ -221,9 +232,12 @@ struct PusherFakeTests {
             bob.disconnect()
             await pusherWait("bob left", seconds: Self.wait) { aliceRoster.members.ids == ["alice"] }
             let added = changes.data("pusher:member_added").compactMap { $0["user_id"]?.stringValue }
-            let removed = changes.data("pusher:member_removed").compactMap { $0["user_id"]?.stringValue }
-            #expect(added == ["bob", "py"])
-            #expect(removed == ["py", "bob"])
+            #expect(added == ["bob"])
+            #expect(changes.data("pusher:member_removed").isEmpty)
+            #expect(joined.withLock { $0.map(\.id) } == ["bob", "py"])
+            #expect(left.withLock { $0 } == [PresenceMember(id: "py", info: ["via": "pysher"]),
+                                             PresenceMember(id: "bob", info: ["via": "endpoint"])])
+            #expect(aliceRoster.count == 1)
 
             // Leaving: pusher-fake drops the last member, and alice's roster no longer lists anyone.
             aliceRoom.leave()
@@ -332,7 +346,7 @@ struct PusherFakeTests {
         }
     }
 
-    @Test("pusher-fake proves: a wrong signature (pusher_internal:subscription_error) fails the channel, typed; later subscribes do not wedge")
+    @Test("pusher-fake proves: a wrong signature (pusher_internal:subscription_error) fails the channel (event, typed error, state); later subscribes do not wedge")
     func wrongSignature() async throws {
         try await withPusherFake { server, app in
             let authorizer = PusherAuthorizer.custom { request in
@@ -344,8 +358,13 @@ struct PusherFakeTests {
             }
             let session = PusherFake.session(server, authorizer: authorizer)
             defer { session.disconnect() }
+            let seenByAny = Locked<[RealtimeEvent]>([])
+            session.onAny { event in
+                if event.name == "pusher:subscription_error" { seenByAny.withLock { $0.append(event) } }
+            }
             try await session.connect()
             let bad = session.channel("private-bad")
+            let badEvents = FakeEventLog(bad, "pusher:subscription_error")
             switch await subscriptionAnswer(bad) {
             case .failure(let error as RealtimeError)?:
                 #expect(error.code == .subscriptionRejected)
@@ -359,6 +378,10 @@ struct PusherFakeTests {
                 Issue.record("expected private-bad to be failed, got \(bad.state)")
             }
             #expect(session.state == .connected)
+            // The channel's own handlers and onAny see the refusal as an event (pusher-fake sends `{}`).
+            await pusherWait("the subscription_error event", seconds: Self.wait) { badEvents.count == 1 }
+            #expect(badEvents.data().first?["type"] == "SubscriptionError")
+            #expect(seenByAny.withLock { $0.map(\.channel) } == ["private-bad"])
 
             let good = session.channel("private-good")
             let log = FakeEventLog(good, "ok")
@@ -442,7 +465,7 @@ struct PusherFakeTests {
             #expect(again.map(\.channel).sorted() == privateNames)
             #expect(again.allSatisfy { $0.socketID == session.connectionID })
             await pusherWait("presence re-joined", seconds: Self.wait) { roster.members.ids == ["r"] }
-            #expect(roster.members.me == "r")
+            #expect(roster.members.myID == "r")
             for name in names { _ = try await session.channel(ChannelID(name)).subscribed() }
             // pusher-fake forgot every subscription, so an event on each channel proves each was re-joined.
             for name in names { try await app.trigger(name, "tick", ["after": "restart"]) }

@@ -188,7 +188,7 @@ struct PusherPeerTests {
         _ = try await good.channel("private-room").subscribed()
         _ = try await good.channel("presence-room").subscribed()
         #expect(server.members(of: "presence-room") == ["http": ["team": "blue"]])
-        #expect(try await good.signin().id == "blue")
+        #expect(try await good.signIn().id == "blue")
         do {
             _ = try await good.channel("private-forbidden").subscribed()
             Issue.record("private-forbidden must fail")

@@ -195,7 +195,7 @@ struct PusherSubscriptionTests {
         #expect(event?.data["presence"]?["ids"] == ["7", "8"])
         var members = PusherMembers()
         members.apply(event!)
-        #expect(members.me == "7")
+        #expect(members.myID == "7")
         #expect(members.ids == ["7", "8"])
         let added = driver.receive(#"{"event":"pusher_internal:member_added","channel":"presence-room","data":"{\"user_id\":9,\"user_info\":{\"name\":\"Bo\"}}"}"#).delivered
         #expect(added.map(\.name) == ["pusher:member_added"])
@@ -433,7 +433,8 @@ struct PusherSigninTests {
         let refused = driver.receive(#"{"event":"pusher:error","data":{"message":"Invalid signature"}}"#)
         #expect(refused.resolutions.first?.0 == RequestID(1))
         if case .failure(let error)? = refused.resolutions.first?.1 {
-            #expect(error.code == .authorizationFailed)
+            #expect(error.code == .signInFailed)
+            #expect(error.context.serverPayload?["message"] == "Invalid signature")
         } else {
             Issue.record("the sign-in must fail")
         }
@@ -444,7 +445,9 @@ struct PusherSigninTests {
         noUser.establish()
         let failed = await noUser.runWork(noUser.handle(.custom(name: "signin", payload: .null, RequestID(3))))
         if case .failure(let error)? = failed.resolutions.first?.1 {
-            #expect(error.code == .invalidArgument)
+            // Typed as a sign-in failure; the cause (a missing userData) stays readable in the detail.
+            #expect(error.code == .signInFailed)
+            #expect(error.context.detail?.hasPrefix("invalid-argument") == true)
         } else {
             Issue.record("the sign-in must fail without userData")
         }

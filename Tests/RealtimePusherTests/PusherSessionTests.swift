@@ -131,7 +131,7 @@ struct PusherSessionTests {
         let roster = harness.session.presence("presence-room")
         try await harness.session.connect()
         await eventually("members") { roster.members.count == 2 }
-        #expect(roster.members.me == "7")
+        #expect(roster.members.myID == "7")
         #expect(roster.members.members["1"] == ["name": "Zed"])
         harness.peers[0].send(text: #"{"event":"pusher_internal:member_added","channel":"presence-room","data":"{\"user_id\":3,\"user_info\":{}}"}"#)
         #expect(roster.members.ids == ["1", "3", "7"])
@@ -153,14 +153,14 @@ struct PusherSessionTests {
         #expect(roster.members == PusherMembers())
         _ = try await harness.session.channel("presence-room").subscribed()
         await eventually("refilled") { roster.members.count == 2 }
-        #expect(roster.members.me == "7")
+        #expect(roster.members.myID == "7")
     }
 
     @Test("signin() resolves with the identity and runs again after a reconnect")
     func signin() async throws {
         let harness = PusherHarness()
         try await harness.session.connect()
-        let user = try await harness.session.signin()
+        let user = try await harness.session.signIn()
         #expect(user.id == "7")
         #expect(user.channel == "#server-to-user-7")
         let notices = Locked<[JSONValue]>([])

@@ -52,6 +52,13 @@ public enum PusherAuthorizer: Sendable {
     /// key that encrypted channels derive their shared secret from.
     case inline(secret: String, presenceData: String? = nil, userData: String? = nil,
                 encryptionMasterKey: [UInt8]? = nil)
+    /// Signs locally with the app secret like ``inline(secret:presenceData:userData:encryptionMasterKey:)``,
+    /// but asks `userDataFetcher` for the identity every time one is signed (each presence subscribe and
+    /// sign-in, again after every reconnect), as PusherSwift's `userDataFetcher` does. The member becomes
+    /// `{"user_id", "user_info"}` for presence and `{"id", "user_info"}` for sign-in (Bird: `member_id`,
+    /// `member_info` for both). **For development and tests only**, like the other inline signer.
+    case inlineFetching(secret: String, encryptionMasterKey: [UInt8]? = nil,
+                        userDataFetcher: @Sendable () async throws -> PresenceMember)
 
     /// Runs the authorizer for `request`; `key` is the app key that prefixes inline signatures.
     func authorize(_ request: PusherAuthRequest, key: String) async throws(RealtimeError) -> PusherAuthorization {
@@ -67,19 +74,48 @@ public enum PusherAuthorizer: Sendable {
                                                    detail: String(describing: error)))
             }
         case .inline(let secret, let presenceData, let userData, let masterKey):
-            var answer = try Self.sign(request, key: key, secret: secret, presenceData: presenceData, userData: userData)
-            if let channel = request.channel, channel.hasPrefix("private-encrypted-") {
-                guard let masterKey else {
-                    throw RealtimeError(.invalidArgument, "the inline signer needs encryptionMasterKey for \(channel)",
-                                        context: .init(channel: ChannelID(channel)))
-                }
-                answer.sharedSecret = Self.sharedSecret(channel: channel, masterKey: masterKey)
+            return try Self.signInline(request, key: key, secret: secret, presenceData: presenceData,
+                                       userData: userData, masterKey: masterKey)
+        case .inlineFetching(let secret, let masterKey, let fetch):
+            // Only identities need the fetcher; private and encrypted channels sign without one.
+            guard request.channel.map({ $0.hasPrefix("presence-") }) ?? true else {
+                return try Self.signInline(request, key: key, secret: secret, presenceData: nil, userData: nil,
+                                           masterKey: masterKey)
             }
-            return answer
+            let member: PresenceMember
+            do {
+                member = try await fetch()
+            } catch let error as RealtimeError {
+                throw error
+            } catch {
+                throw RealtimeError(.operationFailed, "the \(request.vendor.name) userDataFetcher threw",
+                                    context: .init(channel: request.channel.map { ChannelID($0) },
+                                                   detail: String(describing: error)))
+            }
+            let vendor = request.vendor
+            let idKey = request.channel == nil ? vendor.signinIDKey : vendor.memberIDKey
+            var identity: [String: JSONValue] = [idKey: .string(member.id)]
+            if member.info != .null { identity[vendor.memberInfoKey] = member.info }
+            let text = JSONValue.object(identity).serialized()
+            return try Self.signInline(request, key: key, secret: secret, presenceData: text, userData: text,
+                                       masterKey: masterKey)
         case .endpoint(let url, let userURL, let headers, let params):
             let target = request.channel == nil ? (userURL ?? url) : url
             return try await PusherAuthEndpoint.post(request, to: target, headers: headers, params: params)
         }
+    }
+
+    private static func signInline(_ request: PusherAuthRequest, key: String, secret: String, presenceData: String?,
+                                   userData: String?, masterKey: [UInt8]?) throws(RealtimeError) -> PusherAuthorization {
+        var answer = try sign(request, key: key, secret: secret, presenceData: presenceData, userData: userData)
+        if let channel = request.channel, channel.hasPrefix("private-encrypted-") {
+            guard let masterKey else {
+                throw RealtimeError(.invalidArgument, "the inline signer needs encryptionMasterKey for \(channel)",
+                                    context: .init(channel: ChannelID(channel)))
+            }
+            answer.sharedSecret = sharedSecret(channel: channel, masterKey: masterKey)
+        }
+        return answer
     }
 
     /// The key of an encrypted channel, base64: SHA-256(channel name ‖ master key), as Pusher's servers derive it.

@@ -24,28 +24,42 @@ public struct PusherDialect: RealtimeDialect {
     public static let defaultReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2,
                                                                maximumDelay: .seconds(30), jitter: .full)
 
+    /// Pusher or Bird: event prefixes, identity keys and close-code rules.
     public var vendor: PusherVendor
     /// The app key (Pusher `key`, Bird `appKey`).
     public var key: String
+    /// The WebSocket host (`ws-<cluster>.pusher.com`, or your own server).
     public var host: String
     /// `nil` uses 443 with TLS and 80 without.
     public var port: Int?
-    /// `false` only for loopback hosts (tests and local servers); every other host uses `wss`.
+    /// `wss` when `true`, `ws` when `false`. By default `true` for every host but loopback ones
+    /// (`localhost`, `127.x.x.x`, `::1`), which use `ws`. `wss` to loopback is allowed; `ws` to any other
+    /// host also needs ``allowsInsecureTransportToRemoteHosts``, as in the other dialects.
     public var usesTLS: Bool
+    /// Permits `ws` (``usesTLS`` `false`) to a host that is not loopback (a server on the LAN). Off by
+    /// default: the transport refuses the plain connection and the session fails with `.invalidArgument`.
+    public var allowsInsecureTransportToRemoteHosts: Bool
+    /// Signs private, presence and encrypted channels and user sign-in; `nil` allows public channels only.
     public var authorizer: PusherAuthorizer?
     /// Idle time before the client pings; the server's `activity_timeout` lowers it (Pusher) or replaces
     /// it (Bird).
     public var activityTimeout: Duration
     /// How long a ping may go unanswered before the link counts as dead.
     public var pongTimeout: Duration
+    /// Backoff between reconnect attempts (see ``defaultReconnectPolicy``).
     public var reconnectPolicy: ReconnectPolicy
+    /// How long DNS, TCP, TLS and the WebSocket upgrade may take together.
     public var connectTimeout: Duration
 
+    /// The vendor's short name ("pusher", "bird").
     public var name: String { vendor.name }
 
     /// - Parameters:
-    ///   - host: the WebSocket host; `ws` is used only when it is loopback (``Loopback``).
-    public init(vendor: PusherVendor, key: String, host: String, port: Int? = nil, authorizer: PusherAuthorizer? = nil,
+    ///   - host: the WebSocket host.
+    ///   - useTLS: `wss` or `ws`; `nil` picks `ws` for loopback hosts (``Loopback``) and `wss` for every other.
+    ///   - allowsInsecureTransportToRemoteHosts: permits `ws` to a host that is not loopback.
+    public init(vendor: PusherVendor, key: String, host: String, port: Int? = nil, useTLS: Bool? = nil,
+                allowsInsecureTransportToRemoteHosts: Bool = false, authorizer: PusherAuthorizer? = nil,
                 activityTimeout: Duration = .seconds(120), pongTimeout: Duration = .seconds(30),
                 reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy,
                 connectTimeout: Duration = .seconds(20)) {
@@ -53,7 +67,8 @@ public struct PusherDialect: RealtimeDialect {
         self.key = key
         self.host = host
         self.port = port
-        self.usesTLS = !Loopback.contains(host: host)
+        self.usesTLS = useTLS ?? !Loopback.contains(host: host)
+        self.allowsInsecureTransportToRemoteHosts = allowsInsecureTransportToRemoteHosts
         self.authorizer = authorizer
         self.activityTimeout = activityTimeout
         self.pongTimeout = pongTimeout
@@ -61,6 +76,7 @@ public struct PusherDialect: RealtimeDialect {
         self.connectTimeout = connectTimeout
     }
 
+    /// A fresh machine for one session.
     public func makeMachine() -> PusherMachine {
         PusherMachine(vendor: vendor, key: key, authorizer: authorizer, activityTimeout: activityTimeout,
                       pongTimeout: pongTimeout)
@@ -70,7 +86,8 @@ public struct PusherDialect: RealtimeDialect {
     public var url: URL {
         var components = URLComponents()
         components.scheme = usesTLS ? "wss" : "ws"
-        components.host = host
+        // An IPv6 literal needs brackets in a URL; without them there is no URL at all.
+        components.host = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         components.port = port
         components.percentEncodedPath = "/app/" + (key.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed
             .subtracting(CharacterSet(charactersIn: "/?#"))) ?? key)
@@ -81,8 +98,10 @@ public struct PusherDialect: RealtimeDialect {
         return components.url ?? URL(fileURLWithPath: "/")
     }
 
+    /// The same request every attempt: auth happens per channel, after the handshake.
     public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
-        .ready(ConnectionRequest(url: url, connectTimeout: connectTimeout))
+        .ready(ConnectionRequest(url: url, connectTimeout: connectTimeout,
+                                 allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts))
     }
 
     /// Client events only: `client-` names, on private or presence channels, never encrypted ones, no acks.
@@ -112,31 +131,53 @@ public struct PusherDialect: RealtimeDialect {
 }
 
 extension RealtimeDialect where Self == PusherDialect {
-    /// Pusher Channels on `ws-<cluster>.pusher.com` over TLS.
+    /// Pusher Channels on `ws-<cluster>.pusher.com` over TLS (PusherSwift's `PusherClientOptions`).
     ///
     /// - Parameters:
-    ///   - host: replaces the cluster host (a self-hosted server, or `127.0.0.1` in tests, which uses `ws`).
+    ///   - host: replaces the cluster host (a self-hosted server, or `127.0.0.1` in tests).
     ///   - port: replaces 443 / 80.
+    ///   - useTLS: `wss` or `ws`; `nil` picks `ws` for loopback hosts and `wss` for every other. A server
+    ///     that closes a `ws` connection with 4000 ("use TLS") is retried once over `wss`.
+    ///   - allowsInsecureTransportToRemoteHosts: permits `ws` to a host that is not loopback.
     ///   - activityTimeout: idle time before a ping; the server's `activity_timeout` lowers it.
+    ///   - pongTimeout: how long a ping may go unanswered before the link counts as dead.
     public static func pusher(key: String, cluster: String = "mt1", authorizer: PusherAuthorizer? = nil,
-                              host: String? = nil, port: Int? = nil, activityTimeout: Duration = .seconds(120),
-                              reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy) -> PusherDialect {
+                              host: String? = nil, port: Int? = nil, useTLS: Bool? = nil,
+                              allowsInsecureTransportToRemoteHosts: Bool = false,
+                              activityTimeout: Duration = .seconds(120), pongTimeout: Duration = .seconds(30),
+                              reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy,
+                              connectTimeout: Duration = .seconds(20)) -> PusherDialect {
         let vendor = PusherVendor.pusher
         return PusherDialect(vendor: vendor, key: key,
                              host: host ?? vendor.hostTemplate.replacingOccurrences(of: "%@", with: cluster),
-                             port: port, authorizer: authorizer, activityTimeout: activityTimeout,
-                             reconnectPolicy: reconnectPolicy)
+                             port: port, useTLS: useTLS,
+                             allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts,
+                             authorizer: authorizer, activityTimeout: activityTimeout, pongTimeout: pongTimeout,
+                             reconnectPolicy: reconnectPolicy, connectTimeout: connectTimeout)
     }
 
-    /// Bird Realtime on `ws-<region>.realtime.platform.bird.com` over TLS. Its auth endpoints take JSON;
-    /// the server's `activity_timeout` replaces `activityTimeout` (which applies until the handshake).
+    /// Bird Realtime on `ws-<region>.realtime.platform.bird.com` over TLS (BirdRealtime's options). Its auth
+    /// endpoints take JSON; the server's `activity_timeout` replaces `activityTimeout` (which applies until
+    /// the handshake). A close 4000 is final, as with every 40xx.
+    ///
+    /// - Parameters:
+    ///   - host: replaces the region host (BirdRealtime's `wsHost`).
+    ///   - useTLS: `wss` or `ws`; `nil` picks `ws` for loopback hosts and `wss` for every other.
+    ///   - allowsInsecureTransportToRemoteHosts: permits `ws` to a host that is not loopback (BirdRealtime's
+    ///     `allowInsecure` never does; it upgrades to `wss` without saying so).
+    ///   - pongTimeout: how long a ping may go unanswered before the link counts as dead.
     public static func bird(appKey: String, region: String = "us1", authorizer: PusherAuthorizer? = nil,
-                            host: String? = nil, port: Int? = nil, activityTimeout: Duration = .seconds(120),
-                            reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy) -> PusherDialect {
+                            host: String? = nil, port: Int? = nil, useTLS: Bool? = nil,
+                            allowsInsecureTransportToRemoteHosts: Bool = false,
+                            activityTimeout: Duration = .seconds(120), pongTimeout: Duration = .seconds(30),
+                            reconnectPolicy: ReconnectPolicy = PusherDialect.defaultReconnectPolicy,
+                            connectTimeout: Duration = .seconds(20)) -> PusherDialect {
         let vendor = PusherVendor.bird
         return PusherDialect(vendor: vendor, key: appKey,
                              host: host ?? vendor.hostTemplate.replacingOccurrences(of: "%@", with: region),
-                             port: port, authorizer: authorizer, activityTimeout: activityTimeout,
-                             reconnectPolicy: reconnectPolicy)
+                             port: port, useTLS: useTLS,
+                             allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts,
+                             authorizer: authorizer, activityTimeout: activityTimeout, pongTimeout: pongTimeout,
+                             reconnectPolicy: reconnectPolicy, connectTimeout: connectTimeout)
     }
 }

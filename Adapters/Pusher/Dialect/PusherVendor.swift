@@ -51,6 +51,9 @@ public struct PusherVendor: Sendable, Hashable {
     /// Whether the handshake's `activity_timeout` replaces the client's idle time (Bird) or only lowers it
     /// (Pusher: the smaller of the two).
     public var serverActivityTimeoutOverrides: Bool
+    /// Whether a close 4000 ("use TLS") over `ws` is answered by one reconnect over `wss` (Pusher, as
+    /// pusher-js does) or fails the session like the rest of 4000–4099 (Bird).
+    public var retriesOverTLSOn4000: Bool
 
     /// Pusher Channels.
     public static let pusher = PusherVendor(
@@ -59,7 +62,8 @@ public struct PusherVendor: Sendable, Hashable {
         signinDataKey: "user_data", signinIDKey: "id", signinSeparator: "user", pingData: .object([:]),
         countEvent: "subscription_count", userChannelSendsEmptyAuth: true, authEncoding: .form,
         authIDParameter: "socket_id", hostTemplate: "ws-%@.pusher.com", clientName: "realtime-swift",
-        backoffFloor41xx: .seconds(1), supportsEncryptedChannels: true, serverActivityTimeoutOverrides: false)
+        backoffFloor41xx: .seconds(1), supportsEncryptedChannels: true, serverActivityTimeoutOverrides: false,
+        retriesOverTLSOn4000: true)
 
     /// Bird Realtime.
     public static let bird = PusherVendor(
@@ -69,7 +73,7 @@ public struct PusherVendor: Sendable, Hashable {
         countEvent: "connection_count", userChannelSendsEmptyAuth: false, authEncoding: .json,
         authIDParameter: "connection_id", hostTemplate: "ws-%@.realtime.platform.bird.com",
         clientName: "realtime-swift", backoffFloor41xx: .seconds(1), supportsEncryptedChannels: false,
-        serverActivityTimeoutOverrides: true)
+        serverActivityTimeoutOverrides: true, retriesOverTLSOn4000: false)
 
     /// The frame `<prefix>ping` or `<prefix>pong`.
     func control(_ name: String) -> TransportFrame {

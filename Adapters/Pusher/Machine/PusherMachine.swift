@@ -10,6 +10,9 @@ import RealtimeCore
 ///   subscription still waiting for an answer, so a later subscribe never wedges.
 /// - Sign-in (`custom("signin")`) stays armed: it runs again after every reconnect, then joins
 ///   `#server-to-user-<id>`.
+/// - Every `*:error` is also delivered as an event; every refused subscription gives its channel a
+///   `*:subscription_error` event before it fails.
+/// - A close 4000 over `ws` makes the next attempts use `wss` (Pusher only; one retry, then final).
 public struct PusherMachine: DialectMachine {
     /// The `custom` command name of user sign-in.
     public static let signinCommand = "signin"
@@ -62,6 +65,10 @@ public struct PusherMachine: DialectMachine {
     private var userChannel: String?
     /// How the connection must end, decided by a frame.
     private var decidedEnd: ConnectionEnd?
+    /// Whether the connection being opened (or open) uses `wss`.
+    private var currentUsesTLS = true
+    /// A close 4000 over `ws` switched this session to `wss`, for good: a second 4000 is final.
+    private var switchedToTLS = false
 
     init(vendor: PusherVendor, key: String, authorizer: PusherAuthorizer?, activityTimeout: Duration,
          pongTimeout: Duration) {
@@ -74,10 +81,26 @@ public struct PusherMachine: DialectMachine {
 
     // MARK: Connection
 
+    /// Opens over `wss` once a close 4000 asked for TLS; remembers which scheme this attempt uses.
+    public mutating func willOpen(_ request: inout ConnectionRequest) {
+        if switchedToTLS, request.url.scheme == "ws",
+           var components = URLComponents(url: request.url, resolvingAgainstBaseURL: false) {
+            components.scheme = "wss"
+            if let url = components.url { request.url = url }
+        }
+        currentUsesTLS = request.url.scheme == "wss"
+    }
+
     public mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction]) {}
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
-        let end = decidedEnd ?? Self.classify(closure, vendor: vendor)
+        var end = decidedEnd ?? Self.classify(closure, vendor: vendor)
+        // 4000 "use TLS" (pusher-js switches to TLS): one more attempt over wss; a 4000 after that stays final.
+        if decidedEnd == nil, case .closedByPeer(4000?, _) = closure.kind, vendor.retriesOverTLSOn4000,
+           !currentUsesTLS, !switchedToTLS {
+            switchedToTLS = true
+            end = .reconnectImmediately
+        }
         connectionID = nil
         subscriptions = [:]
         awaitingAnswer = []
@@ -188,9 +211,9 @@ public struct PusherMachine: DialectMachine {
         case "pong":
             return
         case "error":
-            serverError(channel: channel, data: data, actions: &actions)
+            serverError(channel: channel, data: data, raw: raw, actions: &actions)
         case "subscription_error":
-            subscriptionError(channel: channel, data: data, actions: &actions)
+            subscriptionError(channel: channel, data: data, raw: raw, actions: &actions)
         case "signin_success":
             signinSucceeded(data, raw: raw, actions: &actions)
         default:
@@ -206,7 +229,7 @@ public struct PusherMachine: DialectMachine {
         case "subscription_succeeded":
             subscriptionSucceeded(channel, data: data, raw: raw, actions: &actions)
         case "subscription_error":
-            subscriptionError(channel: channel, data: data, actions: &actions)
+            subscriptionError(channel: channel, data: data, raw: raw, actions: &actions)
         case "member_added", "member_removed":
             var member = data.objectValue ?? [:]
             if let id = member[vendor.memberIDKey].flatMap(Self.idString) { member[vendor.memberIDKey] = .string(id) }
@@ -278,35 +301,54 @@ public struct PusherMachine: DialectMachine {
         return .object(out)
     }
 
-    private mutating func subscriptionError(channel name: String?, data: JSONValue, actions: inout [DialectAction]) {
-        guard let name, let subscription = subscriptions[name] else {
-            serverError(channel: nil, data: data, actions: &actions)
+    /// `*:subscription_error` (soketi, Bird) or `*_internal:subscription_error` (pusher-fake): the channel it
+    /// names fails; without a channel, the oldest subscription still waiting for an answer does.
+    private mutating func subscriptionError(channel name: String?, data: JSONValue, raw: String?,
+                                            actions: inout [DialectAction]) {
+        let target = name.flatMap { subscriptions[$0] }
+            ?? (name == nil ? awaitingAnswer.first.flatMap { subscriptions[$0] } : nil)
+        let detail = data["error"]?.stringValue ?? data["message"]?.stringValue
+        guard let subscription = target else {
+            // Nothing of ours to fail (left meanwhile, or never asked): still an event and an error.
+            let channel = name.map { ChannelID($0) }
+            actions.append(.deliver(RealtimeEvent(channel: channel, name: vendor.systemPrefix + "subscription_error",
+                                                  data: data, rawData: raw)))
+            actions.append(.reportError(RealtimeError(
+                .subscriptionRejected, "\(vendor.name) refused a subscription" + (name.map { " to \($0)" } ?? ""),
+                context: .init(serverPayload: data, channel: channel, detail: detail))))
             return
         }
-        fail(subscription.channel, RealtimeError(
-            .subscriptionRejected, "\(vendor.name) refused the subscription to \(name)",
+        let channel = subscription.channel
+        fail(channel, RealtimeError(
+            .subscriptionRejected, "\(vendor.name) refused the subscription to \(channel.name)"
+                + (detail.map { ": \($0)" } ?? ""),
             context: .init(httpStatus: data["status"]?.integerValue.map(Int.init), serverPayload: data,
-                           channel: subscription.channel, detail: data["error"]?.stringValue)), actions: &actions)
+                           channel: channel, detail: detail)), serverData: data, actions: &actions)
     }
 
-    private mutating func serverError(channel: String?, data: JSONValue, actions: inout [DialectAction]) {
+    /// `*:error`: always delivered as an event (apps bind to `pusher:error`), then attributed to what it
+    /// refused (a subscription, a sign-in) or reported as a server error.
+    private mutating func serverError(channel: String?, data: JSONValue, raw: String?, actions: inout [DialectAction]) {
+        actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) }, name: vendor.systemPrefix + "error",
+                                              data: data, rawData: raw)))
         let message = data["message"]?.stringValue ?? data.stringValue ?? "no message"
         let code = data["code"]?.integerValue.map(Int.init)
         if let channel, let subscription = subscriptions[channel], subscription.phase != .subscribed {
             fail(subscription.channel, RealtimeError(
                 .subscriptionRejected, "\(vendor.name) refused the subscription to \(channel): \(message)",
-                context: .init(closeCode: code, serverPayload: data, channel: subscription.channel)), actions: &actions)
+                context: .init(closeCode: code, serverPayload: data, channel: subscription.channel)),
+                 serverData: data, actions: &actions)
             return
         }
         // Pusher refuses a subscription with a channel-less error without a code: blame the oldest waiting one.
         if channel == nil, code == nil, let oldest = awaitingAnswer.first, let subscription = subscriptions[oldest] {
             fail(subscription.channel, RealtimeError(
                 .subscriptionRejected, "\(vendor.name) refused the subscription to \(oldest): \(message)",
-                context: .init(serverPayload: data, channel: subscription.channel)), actions: &actions)
+                context: .init(serverPayload: data, channel: subscription.channel)), serverData: data, actions: &actions)
             return
         }
         if channel == nil, code == nil, signinSent, signinSerial != nil {
-            signinFailed(RealtimeError(.authorizationFailed, "\(vendor.name) refused the sign-in: \(message)",
+            signinFailed(RealtimeError(.signInFailed, "\(vendor.name) refused the sign-in: \(message)",
                                        context: .init(serverPayload: data)), actions: &actions)
             return
         }
@@ -315,9 +357,21 @@ public struct PusherMachine: DialectMachine {
                                                                  channel: channel.map { ChannelID($0) }))))
     }
 
-    private mutating func fail(_ channel: ChannelID, _ error: RealtimeError, actions: inout [DialectAction]) {
+    /// Fails a subscription: the channel gets a `*:subscription_error` event (pusher-js's shape,
+    /// `{type, error, status?}`, with the server's own fields kept), then the engine fails the channel and
+    /// tells `onError`. The machine forgets the channel, so subscribing again starts afresh.
+    private mutating func fail(_ channel: ChannelID, _ error: RealtimeError, serverData: JSONValue? = nil,
+                               actions: inout [DialectAction]) {
         subscriptions[channel.name] = nil
         awaitingAnswer.removeAll { $0 == channel.name }
+        var payload: [String: JSONValue] = [
+            "type": .string(error.code == .subscriptionRejected ? "SubscriptionError" : "AuthError"),
+            "error": .string(error.message),
+        ]
+        if let status = error.context.httpStatus { payload["status"] = .integer(Int64(status)) }
+        for (key, value) in serverData?.objectValue ?? [:] { payload[key] = value }
+        actions.append(.deliver(RealtimeEvent(channel: channel, name: vendor.systemPrefix + "subscription_error",
+                                              data: .object(payload))))
         actions.append(.subscriptionFailed(channel, error))
     }
 
@@ -352,15 +406,15 @@ public struct PusherMachine: DialectMachine {
         let name = channel.name
         guard subscriptions[name] == nil else { return }
         if name.isEmpty || name.hasPrefix("#") || !channel.params.isEmpty {
-            actions.append(.subscriptionFailed(channel, RealtimeError(
+            fail(channel, RealtimeError(
                 .invalidArgument, "'\(name)' is not a channel name this client may subscribe to"
                     + (channel.params.isEmpty ? "" : " (\(vendor.name) channels take no params)"),
-                context: .init(channel: channel))))
+                context: .init(channel: channel)), actions: &actions)
             return
         }
         if name.hasPrefix("private-encrypted-"), !vendor.supportsEncryptedChannels {
-            actions.append(.subscriptionFailed(channel, RealtimeError(
-                .unsupported, "\(vendor.name) has no encrypted channels", context: .init(channel: channel))))
+            fail(channel, RealtimeError(.unsupported, "\(vendor.name) has no encrypted channels",
+                                        context: .init(channel: channel)), actions: &actions)
             return
         }
         guard name.hasPrefix("private-") || name.hasPrefix("presence-") else {
@@ -368,9 +422,8 @@ public struct PusherMachine: DialectMachine {
             return
         }
         guard let authorizer else {
-            actions.append(.subscriptionFailed(channel, RealtimeError(
-                .authorizationFailed, "\(name) needs an authorizer, and the dialect has none",
-                context: .init(channel: channel))))
+            fail(channel, RealtimeError(.authorizationFailed, "\(name) needs an authorizer, and the dialect has none",
+                                        context: .init(channel: channel)), actions: &actions)
             return
         }
         guard let connectionID else { return }
@@ -425,7 +478,7 @@ public struct PusherMachine: DialectMachine {
     private mutating func signin(_ id: RequestID, actions: inout [DialectAction]) {
         guard authorizer != nil else {
             actions.append(.resolveRequest(id, .failure(RealtimeError(
-                .authorizationFailed, "sign-in needs an authorizer, and the dialect has none"))))
+                .signInFailed, "sign-in needs an authorizer, and the dialect has none"))))
             return
         }
         if let pending = signinRequest {
@@ -448,7 +501,17 @@ public struct PusherMachine: DialectMachine {
         }))
     }
 
-    private mutating func signinFailed(_ error: RealtimeError, actions: inout [DialectAction]) {
+    /// Every sign-in failure carries `.signInFailed`, so an app tells it apart from connection and channel
+    /// errors; the cause's code and detail stay in `context.detail`, its HTTP status in `httpStatus`.
+    static func signInError(_ cause: RealtimeError) -> RealtimeError {
+        guard cause.code != .signInFailed else { return cause }
+        var context = cause.context
+        context.detail = cause.code.rawValue + (cause.context.detail.map { ": \($0)" } ?? "")
+        return RealtimeError(.signInFailed, "sign-in failed: \(cause.message)", context: context)
+    }
+
+    private mutating func signinFailed(_ cause: RealtimeError, actions: inout [DialectAction]) {
+        let error = Self.signInError(cause)
         signinSerial = nil
         signinSent = false
         if let request = signinRequest {
@@ -550,7 +613,7 @@ public struct PusherMachine: DialectMachine {
                 signinFailed(error, actions: &actions)
             case .success(let json):
                 guard let auth = json["auth"]?.stringValue, let userData = json["user_data"]?.stringValue else {
-                    signinFailed(RealtimeError(.authorizationFailed, "the authorizer gave no \(vendor.signinDataKey)"),
+                    signinFailed(RealtimeError(.signInFailed, "the authorizer gave no \(vendor.signinDataKey)"),
                                  actions: &actions)
                     return
                 }

@@ -1,25 +1,66 @@
+import Foundation
 import RealtimeCore
+
+/// A member of a presence channel: its id and the info its identity carried (`user_info` / `member_info`).
+public struct PresenceMember: Sendable, Hashable, Identifiable {
+    /// The member id, always a string (servers may send numbers).
+    public var id: String
+    /// The member's info as sent; `.null` when it had none.
+    public var info: JSONValue
+
+    /// Makes a member.
+    public init(id: String, info: JSONValue = .null) {
+        self.id = id
+        self.info = info
+    }
+
+    /// The info decoded as `T` (`try member.info(as: Profile.self)`).
+    public func info<T: Decodable>(as type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
+        try info.decode(type, decoder: decoder)
+    }
+}
+
+/// What one presence event changed.
+public enum PresenceChange: Sendable, Hashable {
+    /// `*:subscription_succeeded`: the whole roster was replaced.
+    case replaced
+    /// A member joined (or an existing id was sent again with new info).
+    case added(PresenceMember)
+    /// A member left.
+    case removed(PresenceMember)
+}
 
 /// The members of one presence channel: who is here, and who this client is.
 public struct PusherMembers: Sendable, Hashable {
     /// Member info by id (ids are strings even when the server sent numbers).
     public var members: [String: JSONValue] = [:]
-    /// This client's id, from the identity it subscribed with; `nil` until subscribed.
-    public var me: String?
+    /// This client's id, from the identity it subscribed with; `nil` until subscribed (Bird's `myId`).
+    public var myID: String?
 
-    public init(members: [String: JSONValue] = [:], me: String? = nil) {
+    /// Makes a roster.
+    public init(members: [String: JSONValue] = [:], myID: String? = nil) {
         self.members = members
-        self.me = me
+        self.myID = myID
     }
 
+    /// How many members are here.
     public var count: Int { members.count }
     /// Ids sorted, for stable display.
     public var ids: [String] { members.keys.sorted() }
+    /// Every member, sorted by id.
+    public var all: [PresenceMember] { ids.map { PresenceMember(id: $0, info: members[$0] ?? .null) } }
+    /// This client as a member, with its info; `nil` until subscribed.
+    public var me: PresenceMember? { myID.map { PresenceMember(id: $0, info: members[$0] ?? .null) } }
+
+    /// The member with `id`, or `nil` (PusherSwift's `findMember(userId:)`).
+    public func member(id: String) -> PresenceMember? {
+        members[id].map { PresenceMember(id: id, info: $0) }
+    }
 
     /// Folds one presence event in: `*:subscription_succeeded` replaces the list, `*:member_added` and
-    /// `*:member_removed` change one member. Other events change nothing. Returns whether it changed.
+    /// `*:member_removed` change one member. Other events change nothing. Returns what changed, if anything.
     @discardableResult
-    public mutating func apply(_ event: RealtimeEvent) -> Bool {
+    public mutating func apply(_ event: RealtimeEvent) -> PresenceChange? {
         let name = event.name.split(separator: ":", maxSplits: 1).last.map(String.init) ?? event.name
         switch name {
         case "subscription_succeeded":
@@ -32,17 +73,18 @@ public struct PusherMembers: Sendable, Hashable {
                 if let id = PusherMachine.idString(id), fresh[id] == nil { fresh[id] = .null }
             }
             members = fresh
-            me = event.data["me"]?.stringValue
-            return true
+            myID = event.data["me"]?.stringValue
+            return .replaced
         case "member_added":
-            guard let id = Self.memberID(event.data) else { return false }
-            members[id] = event.data["user_info"] ?? event.data["member_info"] ?? .null
-            return true
+            guard let id = Self.memberID(event.data) else { return nil }
+            let info = event.data["user_info"] ?? event.data["member_info"] ?? .null
+            members[id] = info
+            return .added(PresenceMember(id: id, info: info))
         case "member_removed":
-            guard let id = Self.memberID(event.data) else { return false }
-            return members.removeValue(forKey: id) != nil
+            guard let id = Self.memberID(event.data), let info = members.removeValue(forKey: id) else { return nil }
+            return .removed(PresenceMember(id: id, info: info))
         default:
-            return false
+            return nil
         }
     }
 
@@ -54,12 +96,29 @@ public struct PusherMembers: Sendable, Hashable {
 /// Keeps ``PusherMembers`` for a presence channel up to date from its events, and empties it whenever the
 /// session leaves `connected` (the server sends the whole list again after the re-subscribe).
 ///
-/// The machine owns the wire state, but the app reads members from any thread at any time, so the roster
-/// is rebuilt here from the same events the app can see, under a lock; no second source of truth.
+/// Its own handlers are registered with ``RealtimeSession/addPersistentHandler(channel:event:perform:)``,
+/// so `session.removeAllHandlers()` does not stop it, and neither does it remove the handlers given to
+/// ``onMemberAdded(_:)`` and ``onMemberRemoved(_:)``; they end with ``off(id:)`` or when the roster is
+/// released. Make the roster before the channel's subscription succeeds (before `connect()`, say): one
+/// made later fills at the next subscribe.
+///
+/// ```swift
+/// let room = session.presence("presence-room")
+/// room.onMemberAdded { member in print("joined:", member.id, member.info) }
+/// for await members in room.updates { print(members.count, "here; me:", members.me?.id ?? "?") }
+/// ```
 public final class PusherPresenceRoster: Sendable {
-    private let channel: RealtimeChannel
+    private struct Observers: Sendable {
+        var added: [HandlerID: @Sendable (PresenceMember) -> Void] = [:]
+        var removed: [HandlerID: @Sendable (PresenceMember) -> Void] = [:]
+        var updates: [HandlerID: AsyncStream<PusherMembers>.Continuation] = [:]
+    }
+
+    /// The channel this roster follows.
+    public let channel: RealtimeChannel
     private let state = Locked(PusherMembers())
     private let handlers = Locked<[HandlerID]>([])
+    private let observers = Locked(Observers())
     private let onChange: (@Sendable (PusherMembers) -> Void)?
 
     init(session: RealtimeSession, channel: RealtimeChannel, onChange: (@Sendable (PusherMembers) -> Void)?) {
@@ -67,15 +126,22 @@ public final class PusherPresenceRoster: Sendable {
         self.channel = channel
         var ids: [HandlerID] = []
         for suffix in ["subscription_succeeded", "member_added", "member_removed"] {
-            for prefix in ["pusher:", "bird:"] {
-                ids.append(channel.on(prefix + suffix) { [weak self] event in self?.apply(event) })
+            for prefix in [PusherVendor.pusher.systemPrefix, PusherVendor.bird.systemPrefix] {
+                ids.append(session.addPersistentHandler(channel: channel.id, event: prefix + suffix) { [weak self] event in
+                    self?.apply(event)
+                })
             }
         }
-        ids.append(session.onStateChange { [weak self] _, new in
+        ids.append(session.addPersistentStateObserver { [weak self] _, new in
             if case .connected = new { return }
             self?.reset()
         })
         handlers.withLock { $0 = ids }
+    }
+
+    deinit {
+        for id in handlers.withLock({ $0 }) { channel.off(id: id) }
+        for continuation in observers.withLock({ $0.updates.values }) { continuation.finish() }
     }
 
     /// The members now; empty while the channel is not joined (`leave()` sends no event that would clear it).
@@ -84,12 +150,71 @@ public final class PusherPresenceRoster: Sendable {
         return state.withLock { $0 }
     }
 
-    /// The handler ids this roster registered, so the app can remove them with `off(id:)`.
+    /// How many members are here now.
+    public var count: Int { members.count }
+    /// This client as a member, with its info; `nil` while not joined.
+    public var me: PresenceMember? { members.me }
+    /// This client's member id; `nil` while not joined (Bird's `myId`).
+    public var myID: String? { members.myID }
+
+    /// The member with `id`, if it is here.
+    public func member(id: String) -> PresenceMember? { members.member(id: id) }
+
+    /// The roster now, then after every change (on the session's delivery queue), as an async sequence.
+    /// The iteration ends when the roster is released.
+    public var updates: AsyncStream<PusherMembers> {
+        AsyncStream { continuation in
+            let id = HandlerID()
+            // Registered before reading, so a change in between is yielded (perhaps twice), never lost.
+            observers.withLock { $0.updates[id] = continuation }
+            continuation.yield(members)
+            continuation.onTermination = { [weak self] _ in
+                self?.observers.withLock { _ = $0.updates.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Calls `handler` when a member joins, after the roster includes it, on the delivery queue. Kept
+    /// through `session.removeAllHandlers()`; remove it with ``off(id:)``.
+    @discardableResult
+    public func onMemberAdded(_ handler: @escaping @Sendable (PresenceMember) -> Void) -> HandlerID {
+        let id = HandlerID()
+        observers.withLock { $0.added[id] = handler }
+        return id
+    }
+
+    /// Calls `handler` with the member (and its last info) when it leaves, after the roster dropped it.
+    /// Kept through `session.removeAllHandlers()`; remove it with ``off(id:)``.
+    @discardableResult
+    public func onMemberRemoved(_ handler: @escaping @Sendable (PresenceMember) -> Void) -> HandlerID {
+        let id = HandlerID()
+        observers.withLock { $0.removed[id] = handler }
+        return id
+    }
+
+    /// Removes a handler added with ``onMemberAdded(_:)`` or ``onMemberRemoved(_:)``.
+    public func off(id: HandlerID) {
+        observers.withLock { observers in
+            observers.added[id] = nil
+            observers.removed[id] = nil
+        }
+    }
+
+    /// The handler ids this roster registered on the session (persistent ones; `off(id:)` removes them).
     public var handlerIDs: [HandlerID] { handlers.withLock { $0 } }
 
     private func apply(_ event: RealtimeEvent) {
-        let changed = state.withLock { members -> PusherMembers? in members.apply(event) ? members : nil }
-        if let changed { onChange?(changed) }
+        let outcome = state.withLock { members -> (PresenceChange, PusherMembers)? in
+            members.apply(event).map { ($0, members) }
+        }
+        guard let (change, members) = outcome else { return }
+        publish(members)
+        let (added, removed) = observers.withLock { (Array($0.added.values), Array($0.removed.values)) }
+        switch change {
+        case .added(let member): for handler in added { handler(member) }
+        case .removed(let member): for handler in removed { handler(member) }
+        case .replaced: break
+        }
     }
 
     private func reset() {
@@ -98,7 +223,12 @@ public final class PusherPresenceRoster: Sendable {
             members = PusherMembers()
             return true
         }
-        if changed { onChange?(PusherMembers()) }
+        if changed { publish(PusherMembers()) }
+    }
+
+    private func publish(_ members: PusherMembers) {
+        onChange?(members)
+        for continuation in observers.withLock({ Array($0.updates.values) }) { continuation.yield(members) }
     }
 }
 

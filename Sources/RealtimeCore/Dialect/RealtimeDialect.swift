@@ -47,6 +47,11 @@ public protocol RealtimeDialect: Sendable {
     func canonicalChannel(_ channel: ChannelID) -> ChannelID
 }
 
+extension DialectMachine {
+    /// Leaves the request as the dialect built it.
+    public mutating func willOpen(_ request: inout ConnectionRequest) {}
+}
+
 extension RealtimeDialect {
     public var defaultChannels: [ChannelID] { [] }
     public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
@@ -219,6 +224,9 @@ public protocol DialectMachine: Sendable {
     /// Work started with `.perform` finished, on the same connection.
     mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
                                actions: inout [DialectAction])
+    /// A connection attempt is about to open `request` (built by the dialect). The machine may record it
+    /// or change it (Pusher retries over `wss` after a close 4000, "use TLS"). The default does nothing.
+    mutating func willOpen(_ request: inout ConnectionRequest)
     /// The connection ended. Reset per-connection state and classify what happens next.
     /// (Whatever the dialect answers, a transport failure with code `.invalidArgument` — a bad URL, `ws://`
     /// to a remote host without the opt-in — is terminal: retrying the same request cannot help.)

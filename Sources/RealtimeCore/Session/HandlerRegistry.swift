@@ -25,13 +25,15 @@ public final class HandlerRegistry: Sendable {
         let sequence: UInt64
         let key: Key
         let once: Bool
+        /// Kept by the bulk removals; only `remove(id:)` removes it (see `add(…persistent:…)`).
+        let persistent: Bool
         let handler: EventHandler
     }
 
     private struct Storage {
         var keys: [HandlerID: Key] = [:]
         var index: [Key: [Entry]] = [:]
-        var stateObservers: [(id: HandlerID, handler: StateHandler)] = []
+        var stateObservers: [(id: HandlerID, persistent: Bool, handler: StateHandler)] = []
         var errorObservers: [(id: HandlerID, handler: ErrorHandler)] = []
         var lifecycleObservers: [(id: HandlerID, channel: ChannelID?, handler: LifecycleHandler)] = []
         var nextSequence: UInt64 = 0
@@ -57,6 +59,14 @@ public final class HandlerRegistry: Sendable {
             return false
         }
 
+        /// Removes the non-persistent entries under `key`.
+        mutating func removeAppEntries(_ key: Key) {
+            guard let entries = index[key] else { return }
+            let kept = entries.filter(\.persistent)
+            for entry in entries where !entry.persistent { keys[entry.id] = nil }
+            index[key] = kept.isEmpty ? nil : kept
+        }
+
         /// Takes the matching entries out of `index[key]`'s `once` set and returns all matches.
         mutating func take(_ key: Key, into matches: inout [Entry]) {
             guard let entries = index[key] else { return }
@@ -74,14 +84,17 @@ public final class HandlerRegistry: Sendable {
     public init() {}
 
     /// Adds an event handler. `channel == nil` matches every channel (and connection-level events);
-    /// `event == nil` matches every event name.
+    /// `event == nil` matches every event name. A `persistent` handler survives `remove(event:channel:)`,
+    /// `removeAll(channel:)` and `removeEverything()`: adapters keep their own bookkeeping (a presence
+    /// roster) that way, so an app clearing its handlers does not silently stop it.
     @discardableResult
-    public func add(channel: ChannelID?, event: String?, once: Bool = false,
+    public func add(channel: ChannelID?, event: String?, once: Bool = false, persistent: Bool = false,
                     _ handler: @escaping EventHandler) -> HandlerID {
         let id = HandlerID()
         let key = Key(channel: channel, event: event)
         storage.withLock { storage in
-            let entry = Entry(id: id, sequence: storage.nextSequence, key: key, once: once, handler: handler)
+            let entry = Entry(id: id, sequence: storage.nextSequence, key: key, once: once, persistent: persistent,
+                              handler: handler)
             storage.nextSequence += 1
             storage.keys[id] = key
             storage.index[key, default: []].append(entry)
@@ -89,11 +102,11 @@ public final class HandlerRegistry: Sendable {
         return id
     }
 
-    /// Adds a connection state observer.
+    /// Adds a connection state observer; a `persistent` one survives `removeEverything()`.
     @discardableResult
-    public func addStateObserver(_ handler: @escaping StateHandler) -> HandlerID {
+    public func addStateObserver(persistent: Bool = false, _ handler: @escaping StateHandler) -> HandlerID {
         let id = HandlerID()
-        storage.withLock { $0.stateObservers.append((id, handler)) }
+        storage.withLock { $0.stateObservers.append((id, persistent, handler)) }
         return id
     }
 
@@ -119,28 +132,27 @@ public final class HandlerRegistry: Sendable {
         storage.withLock { $0.remove(id) }
     }
 
-    /// Removes every handler registered for exactly `event` in `channel` (`nil`: the session scope).
+    /// Removes every handler registered for exactly `event` in `channel` (`nil`: the session scope),
+    /// except persistent ones.
     public func remove(event: String, channel: ChannelID?) {
-        storage.withLock { storage in
-            let key = Key(channel: channel, event: event)
-            for entry in storage.index[key] ?? [] { storage.keys[entry.id] = nil }
-            storage.index[key] = nil
-        }
+        storage.withLock { $0.removeAppEntries(Key(channel: channel, event: event)) }
     }
 
-    /// Removes every event handler registered in `channel` (`nil`: the session scope; observers stay).
+    /// Removes every event handler registered in `channel` (`nil`: the session scope; observers stay),
+    /// except persistent ones.
     public func removeAll(channel: ChannelID?) {
         storage.withLock { storage in
-            for key in storage.index.keys where key.channel == channel {
-                for entry in storage.index[key] ?? [] { storage.keys[entry.id] = nil }
-                storage.index[key] = nil
-            }
+            for key in storage.index.keys where key.channel == channel { storage.removeAppEntries(key) }
         }
     }
 
-    /// Removes every handler and observer.
+    /// Removes every handler and observer, except persistent ones.
     public func removeEverything() {
-        storage.withLock { $0 = Storage(nextSequence: $0.nextSequence) }
+        storage.withLock { storage in
+            for key in storage.index.keys { storage.removeAppEntries(key) }
+            storage.stateObservers.removeAll { !$0.persistent }
+            storage.errorObservers = []
+        }
     }
 
     /// How many handlers and observers are registered.

@@ -142,9 +142,27 @@ public final class RealtimeSession: Sendable {
         engine.registry.remove(event: event, channel: nil)
     }
 
-    /// Removes every handler and observer, on the session and on every channel.
+    /// Removes every handler and observer, on the session and on every channel. Adapter bookkeeping
+    /// registered with ``addPersistentHandler(channel:event:perform:)`` stays.
     public func removeAllHandlers() {
         engine.registry.removeEverything()
+    }
+
+    /// For adapters: calls `handler` for events named `event` (every event when `nil`) on `channel` (every
+    /// channel when `nil`), and keeps it through ``removeAllHandlers()`` and `off(_:)`; only `off(id:)`
+    /// removes it. A presence roster uses it so that an app clearing its own handlers does not silently
+    /// stop the roster. Apps use ``on(_:perform:)``.
+    @discardableResult
+    public func addPersistentHandler(channel: ChannelID?, event: String?,
+                                     perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: channel, event: event, persistent: true, handler)
+    }
+
+    /// For adapters: a state observer kept through ``removeAllHandlers()``; only `off(id:)` removes it.
+    @discardableResult
+    public func addPersistentStateObserver(
+        _ handler: @escaping @Sendable (ConnectionState, ConnectionState) -> Void) -> HandlerID {
+        engine.registry.addStateObserver(persistent: true, handler)
     }
 
     /// Observes connection state transitions: `(old, new)`, each reported once, in order.

@@ -208,7 +208,8 @@ struct SessionCore: Sendable {
         case .requestPrepared(let connection, let result):
             guard phase == .preparing(connection) else { return }
             switch result {
-            case .success(let request):
+            case .success(var request):
+                machine.willOpen(&request)
                 phase = .opening(connection)
                 effects.append(.log(.debug, "opening \(request.url.absoluteString)"))
                 effects.append(.open(connection: connection, request))

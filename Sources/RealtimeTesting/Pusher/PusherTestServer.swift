@@ -136,6 +136,25 @@ public final class PusherTestServer: Sendable {
         trigger("#server-to-user-\(userID)", event: event, data: data)
     }
 
+    /// Tells the signed-in user `userID` that `userIDs` came online or went offline (`name` is `online` or
+    /// `offline`): `*_internal:watchlist_events` on `#server-to-user-<id>`, as Pusher sends it.
+    public func sendWatchlistEvent(to userID: String, name: String, userIDs: [String]) {
+        let data: JSONValue = ["events": [["name": .string(name), "user_ids": .array(userIDs.map(JSONValue.string))]]]
+        let text = Self.frame(vendor.internalPrefix + "watchlist_events", channel: "#server-to-user-\(userID)",
+                              data: .string(data.serialized()))
+        let links = state.withLock { $0.connections.values.filter { $0.userID == userID }.map(\.link) }
+        for link in links { link.send(text: text) }
+    }
+
+    /// Sends every subscriber of `channel` its subscriber count now (`pusher_internal:subscription_count`
+    /// `{subscription_count}`, or Bird's `bird_internal:connection_count`).
+    public func sendSubscriptionCount(_ channel: String) {
+        let links = state.withLock { $0.connections.values.filter { $0.channels.contains(channel) }.map(\.link) }
+        let data: JSONValue = [vendor.countEvent: .integer(Int64(links.count))]
+        let text = Self.frame(vendor.internalPrefix + vendor.countEvent, channel: channel, data: .string(data.serialized()))
+        for link in links { link.send(text: text) }
+    }
+
     /// Sends `pusher:ping` to every client.
     public func pingAll() {
         for link in state.withLock({ $0.connections.values.map(\.link) }) {

@@ -44,7 +44,7 @@ enum ConnectionOptions {
                              on the auth endpoint's requests (Pusher/Bird)
         --json               one JSON object per line on stdout (otherwise readable lines; state, subscriptions
                              and errors go to stderr)
-        --insecure           allow ws:// and http:// to a host that is not loopback (Socket.IO, Action Cable)
+        --insecure           allow ws:// and http:// to a host that is not loopback (every dialect)
         --verbose            the session's log on stderr
       socketio:
         --auth JSON          the CONNECT payload of every namespace ('{"token":"secret"}')
@@ -157,9 +157,10 @@ enum ConnectionOptions {
             : .pusher(key: key, cluster: arguments.value("cluster") ?? "mt1", authorizer: authorizer, host: host,
                       port: port)
         if let tls {
-            // The url's scheme decides; the transport still refuses ws:// to a remote host.
+            // The url's scheme decides; the transport still refuses ws:// to a remote host without --insecure.
             made.usesTLS = tls
         }
+        made.allowsInsecureTransportToRemoteHosts = arguments.flag("insecure")
         return made
     }
 

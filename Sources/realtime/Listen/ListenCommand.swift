@@ -50,9 +50,12 @@ enum ListenCommand {
                                      verbose: arguments.flag("verbose"))
         // Shown as the `subscribed` line instead.
         let confirmation = dialect.vendor.map { $0.systemPrefix + "subscription_succeeded" }
+        // Pusher/Bird errors also arrive as events; the `error` line already says it.
+        let errorEvents = Set(dialect.vendor.map { [$0.systemPrefix + "error", $0.systemPrefix + "subscription_error"] } ?? [])
         let received = Locked(0)
         command.session.onAny { event in
             guard event.name != confirmation else { return command.announceBefore(event) }
+            guard !errorEvents.contains(event.name) else { return }
             command.announceBefore(event)
             command.output.event(event)
             event.ack?()

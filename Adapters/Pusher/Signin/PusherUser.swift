@@ -1,0 +1,112 @@
+import RealtimeCore
+
+/// A change in the online state of users on the signed-in user's watchlist (Pusher's
+/// `watchlist_events`; the watchlist is the `watchlist` array of the signed `user_data`).
+public struct PusherWatchlistEvent: Sendable, Hashable {
+    /// Whether the users came online or went offline.
+    public enum Kind: String, Sendable, Hashable {
+        /// The users came online.
+        case online
+        /// The users went offline.
+        case offline
+    }
+
+    /// Online or offline.
+    public var kind: Kind
+    /// The users whose state changed.
+    public var userIDs: [String]
+
+    /// Makes an event.
+    public init(kind: Kind, userIDs: [String]) {
+        self.kind = kind
+        self.userIDs = userIDs
+    }
+
+    /// The entries of a `*:watchlist_events` event (`{events: [{name, user_ids}]}`), in order; entries with
+    /// another name are skipped. Empty for any other event.
+    public static func parse(_ event: RealtimeEvent) -> [PusherWatchlistEvent] {
+        guard event.name == PusherEvents.pusher.watchlistEvents || event.name == PusherEvents.bird.watchlistEvents
+        else { return [] }
+        return (event.data["events"]?.arrayValue ?? []).compactMap { entry in
+            guard let kind = entry["name"]?.stringValue.flatMap(Kind.init(rawValue:)) else { return nil }
+            let ids = (entry["user_ids"]?.arrayValue ?? []).compactMap(PusherMachine.idString)
+            return PusherWatchlistEvent(kind: kind, userIDs: ids)
+        }
+    }
+}
+
+/// The signed-in user's side of a session (pusher-js `pusher.user`, BirdRealtime's `member`): events the
+/// server sends to this user on `#server-to-user-<id>`, and the watchlist. Handlers live on the session, so
+/// they survive reconnects and the re-sign-in that follows; they receive nothing until ``signIn(timeout:)``
+/// succeeds.
+///
+/// ```swift
+/// session.user.on("notice") { event in print(event.data) }
+/// session.user.onWatchlist { change in print(change.kind, change.userIDs) }
+/// try await session.user.signIn()
+/// ```
+public struct PusherUserScope: Sendable {
+    /// The session this scope belongs to.
+    public let session: RealtimeSession
+
+    /// Signs the user in; see ``RealtimeSession/signIn(timeout:)``.
+    @discardableResult
+    public func signIn(timeout: Duration? = nil) async throws -> PusherSignedInUser {
+        try await session.signIn(timeout: timeout)
+    }
+
+    /// Calls `handler` for every event named `event` sent to this user (`bind`).
+    @discardableResult
+    public func on(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        session.on(event) { received in
+            if Self.isUserChannel(received.channel) { handler(received) }
+        }
+    }
+
+    /// Calls `handler` for every event sent to this user (`bindGlobal`).
+    @discardableResult
+    public func onAny(perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        session.onAny { received in
+            if Self.isUserChannel(received.channel) { handler(received) }
+        }
+    }
+
+    /// Calls `handler` for each watchlist change: users that came online or went offline.
+    @discardableResult
+    public func onWatchlist(_ handler: @escaping @Sendable (PusherWatchlistEvent) -> Void) -> HandlerID {
+        session.onAny { received in
+            for change in PusherWatchlistEvent.parse(received) { handler(change) }
+        }
+    }
+
+    /// Watchlist changes as an async sequence.
+    public var watchlist: AsyncStream<PusherWatchlistEvent> {
+        AsyncStream { continuation in
+            let id = onWatchlist { continuation.yield($0) }
+            continuation.onTermination = { [session] _ in session.off(id: id) }
+        }
+    }
+
+    /// Events sent to this user named `name` (every one when `nil`), as an async sequence.
+    public func events(_ name: String? = nil) -> AsyncStream<RealtimeEvent> {
+        AsyncStream { continuation in
+            let forward: @Sendable (RealtimeEvent) -> Void = { continuation.yield($0) }
+            let id = name.map { on($0, perform: forward) } ?? onAny(perform: forward)
+            continuation.onTermination = { [session] _ in session.off(id: id) }
+        }
+    }
+
+    /// Removes a handler added through this scope (`unbind`).
+    public func off(id: HandlerID) {
+        session.off(id: id)
+    }
+
+    static func isUserChannel(_ channel: ChannelID?) -> Bool {
+        channel?.name.hasPrefix(PusherMachine.userChannelPrefix) == true
+    }
+}
+
+extension RealtimeSession {
+    /// The signed-in user's events and watchlist (Pusher `pusher.user`, Bird `member`).
+    public var user: PusherUserScope { PusherUserScope(session: self) }
+}
