@@ -23,11 +23,14 @@ final class HostileServer: Sendable {
         process.arguments = ["python3", script] + arguments
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
         try process.run()
         let lines = PeerOutput()
         lines.follow(output.fileHandleForReading)
-        let deadline = Date().addingTimeInterval(20)
+        let errorLines = PeerOutput()
+        errorLines.follow(errors.fileHandleForReading)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if let line = lines.lines.first, line.hasPrefix("port "), let port = Int(line.dropFirst(5)) {
                 return HostileServer(port: port, process: process, output: lines)
@@ -35,7 +38,9 @@ final class HostileServer: Sendable {
             try await Task.sleep(for: .milliseconds(10))
         }
         PusherFakeServer.killAndReap(process)
-        throw RealtimeError(.connectTimedOut, "the hostile server did not print its port")
+        throw RealtimeError(.connectTimedOut, "the hostile server did not print its port in 60 s",
+                            context: .init(detail: "exited: \(!process.isRunning); stderr: "
+                                           + errorLines.lines.suffix(5).joined(separator: " | ")))
     }
 
     /// Connections the server has accepted so far.
