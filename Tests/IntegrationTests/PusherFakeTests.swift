@@ -204,8 +204,20 @@ struct PusherFakeTests {
             #expect(aliceRoster.me == PresenceMember(id: "alice", info: ["via": "inline"]))
             #expect(aliceRoster.members.members["alice"] == ["via": "inline"])
 
+            let bobLifecycle = Locked<[ChannelLifecycleEvent]>([])
+            bob.onChannelEvent { event in bobLifecycle.withLock { $0.append(event) } }
             try await bob.connect()
             _ = try await bob.channel("presence-room").subscribed()
+            // The confirmation carries pusher-fake's presence snapshot: alice already there, bob with her.
+            await pusherWait("bob's lifecycle event", seconds: Self.wait) { !bobLifecycle.withLock { $0 }.isEmpty }
+            guard case .subscribed(let info)? = bobLifecycle.withLock({ $0 }).first?.kind else {
+                Issue.record("no lifecycle event for bob's subscription")
+                return
+            }
+            #expect(!info.isResubscription)
+            let snapshot = info.serverPayload?["presence"]?["hash"]?.objectValue
+            #expect(Set(snapshot?.keys ?? [:].keys) == ["alice", "bob"])
+            #expect(info.serverPayload?["me"] == "bob")
             await pusherWait("bob in alice's roster", seconds: Self.wait) { aliceRoster.members.ids == ["alice", "bob"] }
             #expect(aliceRoster.members.members["bob"] == ["via": "endpoint"])
             await pusherWait("bob's own roster", seconds: Self.wait) { bobRoster.members.ids == ["alice", "bob"] }

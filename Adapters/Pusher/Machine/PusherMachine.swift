@@ -276,11 +276,12 @@ public struct PusherMachine: DialectMachine {
         subscription.phase = .subscribed
         subscriptions[name] = subscription
         awaitingAnswer.removeAll { $0 == name }
-        actions.append(.subscribed(subscription.channel, recovered: nil))
         var delivered = data
         if name.hasPrefix("presence-") {
             delivered = presenceSnapshot(data, channelData: subscription.channelData)
+            actions.append(.subscriptionPayload(subscription.channel, delivered))
         }
+        actions.append(.subscribed(subscription.channel, recovered: nil))
         actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
                                               name: vendor.systemPrefix + "subscription_succeeded", data: delivered,
                                               rawData: raw)))
