@@ -58,6 +58,9 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let operationFailed = Code(rawValue: "operation-failed")
         /// A message could not be decrypted.
         public static let decryptionFailed = Code(rawValue: "decryption-failed")
+        /// The task waiting for the operation was cancelled. The session's `async` calls throw
+        /// `CancellationError` instead; this code is seen only through completion-based adapters.
+        public static let cancelled = Code(rawValue: "cancelled")
     }
 
     /// Facts that explain an error. Every field is optional.

@@ -54,17 +54,18 @@ public final class RealtimeSession: Sendable {
     /// - Throws: `.connectTimedOut` when the time runs out, with the last attempt's failure in
     ///   `context.detail` (the session keeps trying; `disconnect()` stops it); the session's error when
     ///   it fails (a terminal error, or the policy's limits reached); `.disconnected` when the app
-    ///   disconnects meanwhile.
+    ///   disconnects meanwhile; `CancellationError` when the calling task is cancelled, which also stops
+    ///   connecting (as `disconnect()` would) unless the session is already connected.
     public func connect(timeout: Duration? = nil) async throws {
         let timeout = timeout ?? engine.connectCallTimeout
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            engine.submit(.connect({ result in continuation.resume(with: result.mapError { $0 }) }, timeout: timeout))
+        try await engine.cancellable { operation, completion in
+            engine.submit(.connect(completion, timeout: timeout, operation: operation))
         }
     }
 
     /// Starts connecting without waiting.
     public func start() {
-        engine.submit(.connect(nil, timeout: nil))
+        engine.submit(.connect(nil, timeout: nil, operation: 0))
     }
 
     /// Closes the connection and stays disconnected: no reconnect fires until ``connect()`` is called
@@ -228,10 +229,8 @@ public final class RealtimeSession: Sendable {
     public func dialectCommand(_ name: String, payload: JSONValue = .null,
                                timeout: Duration? = nil) async throws -> [JSONValue] {
         let timeout = timeout ?? engine.requestTimeout
-        return try await withCheckedThrowingContinuation { continuation in
-            engine.submit(.custom(name: name, payload: payload, timeout: timeout) { result in
-                continuation.resume(with: result.mapError { $0 })
-            })
+        return try await engine.cancellable { operation, completion in
+            engine.submit(.custom(name: name, payload: payload, timeout: timeout, operation: operation, completion))
         }
     }
 
@@ -252,11 +251,12 @@ public struct RealtimeChannel: Sendable {
     /// The channel's current state.
     public var state: ChannelState { engine.channelState(id) ?? .left }
 
-    /// Waits until the server confirms the channel. Returns the dialect's `recovered` flag.
+    /// Waits until the server confirms the channel. Returns the dialect's `recovered` flag. Cancelling the
+    /// calling task ends the wait with `CancellationError`; the channel stays joined.
     @discardableResult
     public func subscribed() async throws -> Bool? {
-        try await withCheckedThrowingContinuation { continuation in
-            engine.submit(.awaitSubscription(id) { result in continuation.resume(with: result.mapError { $0 }) })
+        try await engine.cancellable { operation, completion in
+            engine.submit(.awaitSubscription(id, operation: operation, completion))
         }
     }
 
@@ -271,11 +271,13 @@ public struct RealtimeChannel: Sendable {
     /// message is written, or throws: buffered too long (`.timedOut`), buffer full, session disconnected or
     /// failed, channel unavailable, or refused by the dialect's rules (`.invalidArgument`, `.unsupported`).
     /// A `volatile` message is dropped instead of buffered when it cannot be sent right away.
+    /// Cancelling the calling task while the message is still buffered withdraws it and throws
+    /// `CancellationError`; a message already written stays written.
     public func send(_ event: String, arguments: [JSONValue], volatile: Bool = false) async throws {
         let message = OutgoingMessage(channel: id, event: event, arguments: arguments, volatile: volatile)
         if let error = engine.validate(message, expectsReply: false) { throw error }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            engine.submit(.send(message) { result in continuation.resume(with: result.mapError { $0 }) })
+        try await engine.cancellable { operation, completion in
+            engine.submit(.send(message, operation: operation, completion))
         }
     }
 
@@ -300,15 +302,15 @@ public struct RealtimeChannel: Sendable {
     }
 
     /// Sends `event` and waits for the server's acknowledgement (Socket.IO). Throws `.timedOut` when no
-    /// answer comes within `timeout`, `.unsupported` on dialects without acknowledgements.
+    /// answer comes within `timeout`, `.unsupported` on dialects without acknowledgements. Cancelling the
+    /// calling task throws `CancellationError`: a buffered request is withdrawn, a written one is forgotten
+    /// (its acknowledgement slot freed; a late answer is ignored).
     public func request(_ event: String, arguments: [JSONValue], timeout: Duration? = nil) async throws -> [JSONValue] {
         let message = OutgoingMessage(channel: id, event: event, arguments: arguments)
         if let error = engine.validate(message, expectsReply: true) { throw error }
         let timeout = timeout ?? engine.requestTimeout
-        return try await withCheckedThrowingContinuation { continuation in
-            engine.submit(.request(message, timeout: timeout) { result in
-                continuation.resume(with: result.mapError { $0 })
-            })
+        return try await engine.cancellable { operation, completion in
+            engine.submit(.request(message, timeout: timeout, operation: operation, completion))
         }
     }
 

@@ -7,15 +7,19 @@ import Foundation
 typealias Completion<Value: Sendable> = @Sendable (Result<Value, RealtimeError>) -> Void
 
 enum EngineInput: Sendable {
-    /// `timeout`: how long the caller waits for `.connected` (nil: no bound).
-    case connect(Completion<Void>?, timeout: Duration?)
+    /// `timeout`: how long the caller waits for `.connected` (nil: no bound). `operation` names the call
+    /// for `.cancel` (0 when nobody waits).
+    case connect(Completion<Void>?, timeout: Duration?, operation: UInt64)
     case disconnect
     case subscribe(ChannelID)
-    case awaitSubscription(ChannelID, Completion<Bool?>)
+    case awaitSubscription(ChannelID, operation: UInt64, Completion<Bool?>)
     case unsubscribe(ChannelID)
-    case send(OutgoingMessage, Completion<Void>)
-    case request(OutgoingMessage, timeout: Duration, Completion<[JSONValue]>)
-    case custom(name: String, payload: JSONValue, timeout: Duration, Completion<[JSONValue]>)
+    case send(OutgoingMessage, operation: UInt64, Completion<Void>)
+    case request(OutgoingMessage, timeout: Duration, operation: UInt64, Completion<[JSONValue]>)
+    case custom(name: String, payload: JSONValue, timeout: Duration, operation: UInt64, Completion<[JSONValue]>)
+    /// The task waiting for `operation` (a connect, send, request, custom command or subscription wait)
+    /// was cancelled: withdraw what has not happened yet and answer it with `.cancelled`.
+    case cancel(operation: UInt64)
     case acknowledge(connection: UInt64, AckToken, [JSONValue])
     case requestPrepared(connection: UInt64, Result<ConnectionRequest, RealtimeError>)
     case transport(connection: UInt64, TransportEvent)
@@ -84,7 +88,7 @@ struct SessionCore: Sendable {
     private struct ChannelRecord: Sendable {
         var state: ChannelState = .pending
         var queue: [BufferedSend] = []
-        var waiters: [Completion<Bool?>] = []
+        var waiters: [(operation: UInt64, completion: Completion<Bool?>)] = []
         /// Confirmed at least once: the next confirmation is a resubscription.
         var everSubscribed = false
     }
@@ -122,6 +126,9 @@ struct SessionCore: Sendable {
     private var customQueue: [RequestID] = []
     private var bufferedCount = 0
     private var nextSerial: UInt64 = 0
+    /// Cancellations that arrived before their operation (the task was cancelled while submitting it);
+    /// the newest 64 are kept.
+    private var earlyCancellations: [UInt64] = []
     private var timerSerials: [EngineTimer: UInt64] = [:]
     private var liveness: LivenessRule = .none
     private var lastReceivedAt: Duration = .zero
@@ -186,22 +193,29 @@ struct SessionCore: Sendable {
 
     mutating func handle(_ input: EngineInput, effects: inout [EngineEffect]) {
         switch input {
-        case .connect(let completion, let timeout):
-            connect(completion, timeout: timeout, effects: &effects)
+        case .connect(let completion, let timeout, let operation):
+            if let completion, takeEarlyCancellation(operation, effects: &effects, completion) { return }
+            connect(completion, timeout: timeout, operation: operation, effects: &effects)
         case .disconnect:
             disconnect(effects: &effects)
         case .subscribe(let channel):
             subscribe(channel, effects: &effects)
-        case .awaitSubscription(let channel, let completion):
-            awaitSubscription(channel, completion, effects: &effects)
+        case .awaitSubscription(let channel, let operation, let completion):
+            if takeEarlyCancellation(operation, effects: &effects, completion) { return }
+            awaitSubscription(channel, operation: operation, completion, effects: &effects)
         case .unsubscribe(let channel):
             unsubscribe(channel, effects: &effects)
-        case .send(let message, let completion):
-            send(message, completion, effects: &effects)
-        case .request(let message, let timeout, let completion):
-            request(message, timeout: timeout, completion, effects: &effects)
-        case .custom(let name, let payload, let timeout, let completion):
-            custom(name: name, payload: payload, timeout: timeout, completion, effects: &effects)
+        case .send(let message, let operation, let completion):
+            if takeEarlyCancellation(operation, effects: &effects, completion) { return }
+            send(message, operation: operation, completion, effects: &effects)
+        case .request(let message, let timeout, let operation, let completion):
+            if takeEarlyCancellation(operation, effects: &effects, completion) { return }
+            request(message, timeout: timeout, operation: operation, completion, effects: &effects)
+        case .custom(let name, let payload, let timeout, let operation, let completion):
+            if takeEarlyCancellation(operation, effects: &effects, completion) { return }
+            custom(name: name, payload: payload, timeout: timeout, operation: operation, completion, effects: &effects)
+        case .cancel(let operation):
+            cancelOperation(operation, effects: &effects)
         case .acknowledge(let connection, let token, let arguments):
             guard case .open(connection, true) = phase else { return }
             runMachine(effects: &effects) { $0.handle(.acknowledge(token, arguments), actions: &$1) }
@@ -249,14 +263,15 @@ struct SessionCore: Sendable {
         }
     }
 
-    private mutating func connect(_ completion: Completion<Void>?, timeout: Duration?, effects: inout [EngineEffect]) {
+    private mutating func connect(_ completion: Completion<Void>?, timeout: Duration?, operation: UInt64,
+                                  effects: inout [EngineEffect]) {
         switch state {
         case .connected:
             if let completion { effects.append(.complete { completion(.success(())) }) }
         case .connecting, .reconnecting, .waitingForNetwork:
-            if let completion { addConnectWaiter(completion, timeout: timeout, effects: &effects) }
+            if let completion { addConnectWaiter(completion, timeout: timeout, operation: operation, effects: &effects) }
         case .initialized, .disconnected, .failed:
-            if let completion { addConnectWaiter(completion, timeout: timeout, effects: &effects) }
+            if let completion { addConnectWaiter(completion, timeout: timeout, operation: operation, effects: &effects) }
             attempt = 0
             firstFailureAt = nil
             if networkAvailable {
@@ -268,11 +283,10 @@ struct SessionCore: Sendable {
     }
 
     private mutating func addConnectWaiter(_ completion: @escaping Completion<Void>, timeout: Duration?,
-                                           effects: inout [EngineEffect]) {
-        nextSerial += 1
+                                           operation: UInt64, effects: inout [EngineEffect]) {
         if connectWaiters.isEmpty { failedAttemptsWhileWaiting = 0 }
-        connectWaiters.append((nextSerial, completion))
-        if let timeout { schedule(.connectDeadline(nextSerial), after: timeout, effects: &effects) }
+        connectWaiters.append((operation, completion))
+        if let timeout { schedule(.connectDeadline(operation), after: timeout, effects: &effects) }
     }
 
     /// Hands every waiting `connect()` caller `result` and stops their deadlines.
@@ -422,8 +436,8 @@ struct SessionCore: Sendable {
         }
     }
 
-    private mutating func awaitSubscription(_ channel: ChannelID, _ completion: @escaping Completion<Bool?>,
-                                            effects: inout [EngineEffect]) {
+    private mutating func awaitSubscription(_ channel: ChannelID, operation: UInt64,
+                                            _ completion: @escaping Completion<Bool?>, effects: inout [EngineEffect]) {
         guard let record = channels[channel] else {
             let error = RealtimeError(.channelUnavailable, "the channel was not joined",
                                       context: .init(channel: channel))
@@ -442,7 +456,7 @@ struct SessionCore: Sendable {
             if case .failed(let error) = state {
                 effects.append(.complete { completion(.failure(error)) })
             } else {
-                channels[channel]?.waiters.append(completion)
+                channels[channel]?.waiters.append((operation, completion))
             }
         }
     }
@@ -453,7 +467,7 @@ struct SessionCore: Sendable {
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .unsubscribed))))
         let error = RealtimeError(.channelUnavailable, "the channel was left", context: .init(channel: channel))
         failQueue(record.queue, with: error, effects: &effects)
-        for waiter in record.waiters { effects.append(.complete { waiter(.failure(error)) }) }
+        for waiter in record.waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
         switch record.state {
         case .pending, .subscribed:
             if handshakeDone {
@@ -499,7 +513,7 @@ struct SessionCore: Sendable {
         return true
     }
 
-    private mutating func send(_ message: OutgoingMessage, _ completion: @escaping Completion<Void>,
+    private mutating func send(_ message: OutgoingMessage, operation: UInt64, _ completion: @escaping Completion<Void>,
                                effects: inout [EngineEffect]) {
         if let error = refusal(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
@@ -518,8 +532,7 @@ struct SessionCore: Sendable {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
-        nextSerial += 1
-        let serial = nextSerial
+        let serial = operation
         channels[message.channel]?.queue.append(BufferedSend(message: message, kind: .send(serial: serial, completion)))
         bufferedCount += 1
         schedule(.sendDeadline(serial), after: sendTimeout, effects: &effects)
@@ -535,14 +548,13 @@ struct SessionCore: Sendable {
         effects.append(.complete { completion(result) })
     }
 
-    private mutating func request(_ message: OutgoingMessage, timeout: Duration,
+    private mutating func request(_ message: OutgoingMessage, timeout: Duration, operation: UInt64,
                                   _ completion: @escaping Completion<[JSONValue]>, effects: inout [EngineEffect]) {
         if let error = refusal(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
-        nextSerial += 1
-        let id = RequestID(nextSerial)
+        let id = RequestID(operation)
         if canSendNow(on: message.channel) {
             requests[id] = PendingRequest(completion: completion, sentOn: currentConnection)
             schedule(.requestDeadline(id), after: timeout, effects: &effects)
@@ -559,7 +571,7 @@ struct SessionCore: Sendable {
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
     }
 
-    private mutating func custom(name: String, payload: JSONValue, timeout: Duration,
+    private mutating func custom(name: String, payload: JSONValue, timeout: Duration, operation: UInt64,
                                  _ completion: @escaping Completion<[JSONValue]>, effects: inout [EngineEffect]) {
         switch state {
         case .disconnected, .failed:
@@ -570,8 +582,7 @@ struct SessionCore: Sendable {
         default:
             break
         }
-        nextSerial += 1
-        let id = RequestID(nextSerial)
+        let id = RequestID(operation)
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
         if handshakeDone {
             requests[id] = PendingRequest(completion: completion, sentOn: currentConnection)
@@ -580,6 +591,78 @@ struct SessionCore: Sendable {
             requests[id] = PendingRequest(completion: completion, sentOn: nil, custom: (name, payload))
             customQueue.append(id)
         }
+    }
+
+    // MARK: Cancellation
+
+    /// The task behind `operation` was cancelled. What has not happened yet is withdrawn: a buffered send
+    /// or request leaves the buffer, a written request is forgotten by the dialect (its ack slot freed), a
+    /// wait ends; a `connect()` that is not connected yet stops connecting. Something already written
+    /// cannot be taken back and completes as it would have.
+    private mutating func cancelOperation(_ operation: UInt64, effects: inout [EngineEffect]) {
+        guard !withdraw(operation, effects: &effects) else { return }
+        earlyCancellations.append(operation)
+        if earlyCancellations.count > 64 { earlyCancellations.removeFirst() }
+    }
+
+    /// Answers an operation whose cancellation arrived first, and reports whether it did.
+    private mutating func takeEarlyCancellation<Value>(_ operation: UInt64, effects: inout [EngineEffect],
+                                                       _ completion: @escaping Completion<Value>) -> Bool {
+        guard operation != 0, let index = earlyCancellations.firstIndex(of: operation) else { return false }
+        earlyCancellations.remove(at: index)
+        effects.append(.complete { completion(.failure(RealtimeError(.cancelled, "the task was cancelled"))) })
+        return true
+    }
+
+    /// Withdraws `operation` if it is still pending; false when it is unknown (finished, or not yet here).
+    private mutating func withdraw(_ operation: UInt64, effects: inout [EngineEffect]) -> Bool {
+        let cancelled = RealtimeError(.cancelled, "the task was cancelled")
+        if let index = connectWaiters.firstIndex(where: { $0.serial == operation }) {
+            let waiter = connectWaiters.remove(at: index)
+            cancel(.connectDeadline(operation), effects: &effects)
+            effects.append(.complete { waiter.completion(.failure(cancelled)) })
+            if connectWaiters.isEmpty, !state.isConnected, state != .disconnected {
+                if case .failed = state {} else { disconnect(effects: &effects) }
+            }
+            return true
+        }
+        for channel in channelOrder {
+            if let index = channels[channel]?.waiters.firstIndex(where: { $0.operation == operation }) {
+                let waiter = channels[channel]!.waiters.remove(at: index)
+                effects.append(.complete { waiter.completion(.failure(cancelled)) })
+                return true
+            }
+            guard let index = channels[channel]?.queue.firstIndex(where: { item in
+                switch item.kind {
+                case .send(let serial, _): serial == operation
+                case .request(let id): id == RequestID(operation)
+                }
+            }) else { continue }
+            let item = channels[channel]!.queue.remove(at: index)
+            bufferedCount -= 1
+            switch item.kind {
+            case .send(let serial, let completion):
+                cancel(.sendDeadline(serial), effects: &effects)
+                effects.append(.complete { completion(.failure(cancelled)) })
+            case .request(let id):
+                cancel(.requestDeadline(id), effects: &effects)
+                if let pending = requests.removeValue(forKey: id) {
+                    effects.append(.complete { pending.completion(.failure(cancelled)) })
+                }
+            }
+            return true
+        }
+        let id = RequestID(operation)
+        if let pending = requests.removeValue(forKey: id) {
+            cancel(.requestDeadline(id), effects: &effects)
+            customQueue.removeAll { $0 == id }
+            if pending.sentOn != nil, case .open(_, true) = phase {
+                runMachine(effects: &effects) { $0.handle(.cancelRequest(id), actions: &$1) }
+            }
+            effects.append(.complete { pending.completion(.failure(cancelled)) })
+            return true
+        }
+        return false
     }
 
     // MARK: Transport
@@ -733,7 +816,7 @@ struct SessionCore: Sendable {
             record.waiters = []
             channels[channel] = record
             failQueue(queue, with: error, effects: &effects)
-            for waiter in waiters { effects.append(.complete { waiter(.failure(error)) }) }
+            for waiter in waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
         }
         for (id, pending) in requests {
             cancel(.requestDeadline(id), effects: &effects)
@@ -1006,7 +1089,7 @@ struct SessionCore: Sendable {
         record.waiters = []
         record.queue = []
         channels[channel] = record
-        for waiter in waiters { effects.append(.complete { waiter(.success(recovered)) }) }
+        for waiter in waiters { effects.append(.complete { waiter.completion(.success(recovered)) }) }
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .subscribed(info)))))
         for item in queue {
             bufferedCount -= 1
@@ -1033,7 +1116,7 @@ struct SessionCore: Sendable {
         record.queue = []
         channels[channel] = record
         failQueue(queue, with: error, effects: &effects)
-        for waiter in waiters { effects.append(.complete { waiter(.failure(error)) }) }
+        for waiter in waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
         effects.append(.deliver(.error(error)))
         let kind: ChannelLifecycleEvent.Kind = if case .ended = newState { .endedByServer(error) } else { .rejected(error) }
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: kind))))

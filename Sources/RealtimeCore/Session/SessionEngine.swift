@@ -34,6 +34,8 @@ final class SessionEngine: Sendable {
     let requestTimeout: Duration
     let connectCallTimeout: Duration?
     private let mailbox = Locked(Mailbox())
+    /// Names app operations for `.cancel`; starts high so it never meets the core's own serials.
+    private let operationCounter = Locked<UInt64>(1 << 48)
     private let core: Locked<SessionCore>
     private let io = Locked(IO())
 
@@ -52,6 +54,36 @@ final class SessionEngine: Sendable {
         core = Locked(SessionCore(dialect: dialect, machine: dialect.makeMachine(),
                                   policy: options.reconnectPolicy ?? dialect.reconnectPolicy,
                                   options: options, defaultChannels: dialect.defaultChannels))
+    }
+
+    /// A fresh name for one app operation (a `connect`, `send`, `request`, … call).
+    func nextOperation() -> UInt64 {
+        operationCounter.withLock { counter in
+            counter += 1
+            return counter
+        }
+    }
+
+    /// Runs `body` (which submits an input naming `operation` and waits for its completion) so that
+    /// cancelling the calling task submits `.cancel(operation)`; a `.cancelled` answer is thrown as
+    /// `CancellationError`.
+    func cancellable<Value: Sendable>(
+        _ body: (_ operation: UInt64, _ completion: @escaping Completion<Value>) -> Void
+    ) async throws -> Value {
+        try Task.checkCancellation()
+        let operation = nextOperation()
+        let result: Result<Value, RealtimeError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                body(operation) { continuation.resume(returning: $0) }
+            }
+        } onCancel: {
+            self.submit(.cancel(operation: operation))
+        }
+        switch result {
+        case .success(let value): return value
+        case .failure(let error) where error.code == .cancelled: throw CancellationError()
+        case .failure(let error): throw error
+        }
     }
 
     /// The dialect's spelling of `channel`.
