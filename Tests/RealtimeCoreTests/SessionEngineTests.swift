@@ -576,6 +576,36 @@ struct SessionEngineTests {
         #expect(await eventIterator.next()?.data == 42)
     }
 
+    @Test("an event stream that falls behind pauses reading like a slow handler; taking events resumes it")
+    func streamBackPressure() async throws {
+        let harness = EngineHarness(options: { $0.deliveryHighWatermark = 4 })
+        let events = harness.session.events("tick")
+        try await harness.session.connect()
+        for index in 0..<6 { harness.peers[0].send(text: #"{"t":"ev","name":"tick","data":\#(index)}"#) }
+        #expect(harness.peers[0].isReadingPaused)
+        #expect(harness.session.deliveryBacklog.events == 6)
+        var iterator = events.makeAsyncIterator()
+        for expected in 0..<3 { #expect(await iterator.next()?.data == .integer(Int64(expected))) }
+        #expect(harness.peers[0].isReadingPaused)          // 3 waiting: still above half the watermark
+        #expect(await iterator.next()?.data == 3)
+        #expect(!harness.peers[0].isReadingPaused)         // 2 waiting: reading resumes
+        #expect(harness.session.deliveryBacklog.events == 2)
+    }
+
+    @Test("releasing a stream with events still in it releases them from the budget")
+    func releasedStream() async throws {
+        let harness = EngineHarness(options: { $0.deliveryHighWatermark = 4 })
+        try await harness.session.connect()
+        do {
+            let events = harness.session.events("tick")
+            for index in 0..<6 { harness.peers[0].send(text: #"{"t":"ev","name":"tick","data":\#(index)}"#) }
+            #expect(harness.peers[0].isReadingPaused)
+            _ = events
+        }
+        await eventually("the stream released") { !harness.peers[0].isReadingPaused }
+        #expect(harness.session.deliveryBacklog.events == 0)
+    }
+
     @Test("a dialect's fail action ends the session at once, closing the connection")
     func dialectFail() async throws {
         let harness = EngineHarness()

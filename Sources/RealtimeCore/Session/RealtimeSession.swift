@@ -38,8 +38,8 @@ public final class RealtimeSession: Sendable {
     public var bufferedSendCount: Int { engine.bufferedSendCount }
 
     /// Events received and waiting for their handlers, and the bytes behind them. Reading from the socket
-    /// pauses while this exceeds `SessionOptions.deliveryHighWatermark` or `deliveryByteBudget`. Always
-    /// zero with `.inline` delivery.
+    /// pauses while this exceeds `SessionOptions.deliveryHighWatermark` or `deliveryByteBudget`. With
+    /// `.inline` delivery only events waiting in ``events(_:)`` streams count.
     public var deliveryBacklog: DeliveryBacklog { engine.deliveryBacklog }
 
     /// The dialect's short name.
@@ -196,10 +196,14 @@ public final class RealtimeSession: Sendable {
 
     /// Every event named `name` (every event when `nil`), as an async sequence. The handler behind it is
     /// removed when the iteration ends.
-    public func events(_ name: String? = nil,
-                       bufferingPolicy: AsyncStream<RealtimeEvent>.Continuation.BufferingPolicy = .unbounded)
-        -> AsyncStream<RealtimeEvent> {
-        engine.stream(channel: nil, event: name, bufferingPolicy: bufferingPolicy)
+    ///
+    /// The sequence is back-pressured like handlers: events waiting in it count against
+    /// `SessionOptions.deliveryHighWatermark` and `deliveryByteBudget`, so a consumer that falls behind
+    /// pauses reading from the socket instead of growing a buffer; nothing is dropped. A stream that is
+    /// kept but not iterated therefore holds the session's reading once its budget is reached: end the
+    /// iteration (or release the stream) when you stop consuming.
+    public func events(_ name: String? = nil) -> RealtimeEventStream {
+        engine.stream(channel: nil, event: name)
     }
 
     /// The current state, then every new state.
@@ -367,11 +371,10 @@ public struct RealtimeChannel: Sendable {
         engine.lifecycleStream(channel: id, bufferingPolicy: bufferingPolicy)
     }
 
-    /// Events of this channel named `name` (all when `nil`) as an async sequence.
-    public func events(_ name: String? = nil,
-                       bufferingPolicy: AsyncStream<RealtimeEvent>.Continuation.BufferingPolicy = .unbounded)
-        -> AsyncStream<RealtimeEvent> {
-        engine.stream(channel: id, event: name, bufferingPolicy: bufferingPolicy)
+    /// Events of this channel named `name` (all when `nil`) as an async sequence, back-pressured like
+    /// ``RealtimeSession/events(_:)``.
+    public func events(_ name: String? = nil) -> RealtimeEventStream {
+        engine.stream(channel: id, event: name)
     }
 }
 
@@ -386,12 +389,25 @@ extension SessionEngine {
         }
     }
 
-    func stream(channel: ChannelID?, event: String?,
-                bufferingPolicy: AsyncStream<RealtimeEvent>.Continuation.BufferingPolicy) -> AsyncStream<RealtimeEvent> {
+    func stream(channel: ChannelID?, event: String?) -> RealtimeEventStream {
         let registry = self.registry
-        return AsyncStream(bufferingPolicy: bufferingPolicy) { continuation in
-            let id = registry.add(channel: channel, event: event) { continuation.yield($0) }
-            continuation.onTermination = { _ in registry.remove(id: id) }
+        let outstanding = Locked(DeliveryBacklog())
+        let base = AsyncStream<RealtimeEvent>(bufferingPolicy: .unbounded) { continuation in
+            let id = registry.add(channel: channel, event: event) { [weak self] event in
+                let cost = DeliveryBacklog(events: 1, bytes: event.rawData?.utf8.count ?? 0)
+                outstanding.withLock { $0.events += cost.events; $0.bytes += cost.bytes }
+                self?.noteStreamBuffered(cost)
+                continuation.yield(event)
+            }
+            continuation.onTermination = { [weak self] _ in
+                registry.remove(id: id)
+                // Events left in the buffer no longer hold the session's reading.
+                let left = outstanding.withLock { backlog -> DeliveryBacklog in
+                    defer { backlog = DeliveryBacklog() }
+                    return backlog
+                }
+                if left.events > 0 { self?.noteStreamConsumed(left) }
+            }
         }
-    }
-}
+        return RealtimeEventStream(base: base, outstanding: outstanding, engine: self)
+    }}

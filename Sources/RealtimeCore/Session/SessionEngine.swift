@@ -267,6 +267,12 @@ final class SessionEngine: Sendable {
 
     /// Stops reading when too many handler calls, or too many bytes behind them, are waiting, so TCP
     /// pushes back on the server and memory stays bounded whatever the server sends.
+    /// An event waits in an app's event stream: it counts like a waiting handler call.
+    func noteStreamBuffered(_ event: DeliveryBacklog) { noteQueued(event) }
+
+    /// The app took an event out of its stream (or the stream ended with events still in it).
+    func noteStreamConsumed(_ event: DeliveryBacklog) { noteDelivered(event) }
+
     private func noteQueued(_ queued: DeliveryBacklog) {
         let pause = io.withLock { io -> (any TransportConnection)? in
             io.backlog.events += queued.events
