@@ -19,7 +19,7 @@ import Foundation
 public final class RealtimeSession: Sendable {
     let engine: SessionEngine
 
-    /// Makes a session; it does not connect until ``connect()`` or ``start()``.
+    /// Makes a session; it does not connect until ``connect(timeout:)`` or ``start()``.
     public init(dialect: some RealtimeDialect, transport: any RealtimeTransport, options: SessionOptions = .init()) {
         engine = SessionEngine(dialect: dialect, transport: transport, options: options)
     }
@@ -46,7 +46,7 @@ public final class RealtimeSession: Sendable {
     public var dialectName: String { engine.dialectName }
 
     /// Connects and waits until the dialect's handshake completes. Failed attempts are retried by the
-    /// reconnect policy while this waits, and each failure also reaches ``onError(perform:)`` and
+    /// reconnect policy while this waits, and each failure also reaches ``onError(_:)`` and
     /// ``errors`` as it happens.
     ///
     /// - Parameter timeout: how long to wait over all attempts; `nil` uses
@@ -68,8 +68,8 @@ public final class RealtimeSession: Sendable {
         engine.submit(.connect(nil, timeout: nil, operation: 0))
     }
 
-    /// Closes the connection and stays disconnected: no reconnect fires until ``connect()`` is called
-    /// again. Buffered sends and pending requests fail with `.disconnected`.
+    /// Closes the connection and stays disconnected: no reconnect fires until ``connect(timeout:)`` is
+    /// called again. Buffered sends and pending requests fail with `.disconnected`.
     public func disconnect() {
         engine.submit(.disconnect)
     }

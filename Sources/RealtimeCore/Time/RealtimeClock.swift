@@ -8,8 +8,8 @@ public protocol ScheduledTimer: Sendable {
 
 /// Time for the session engine: a monotonic reading plus scheduled callbacks.
 ///
-/// Injected so that tests drive reconnects, heartbeats and timeouts with ``ManualClock`` instead of
-/// sleeping.
+/// Injected so that tests drive reconnects, heartbeats and timeouts with `ManualClock` (in `RealtimeTesting`)
+/// instead of sleeping.
 public protocol RealtimeClock: Sendable {
     /// Monotonic time since an arbitrary origin.
     func now() -> Duration
