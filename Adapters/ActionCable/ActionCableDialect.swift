@@ -4,14 +4,24 @@ import RealtimeCore
 /// The Rails Action Cable dialect (protocol `actioncable-v1-json`, Rails 6.0 through 8.x).
 ///
 /// A ``ChannelID`` names a subscription: `name` is the channel class (`"ChatChannel"`), `params` the other
-/// identifier keys (`["room_id": 42]`). Broadcasts arrive as events named `"message"` whose `data` is the
-/// broadcast value, whatever its JSON type. `send(action, object)` and ``RealtimeChannel/perform(_:_:)`` call a
+/// identifier keys (`["room_id": 42]`). `send(action, object)` and ``RealtimeChannel/perform(_:_:)`` call a
 /// public method of the channel class. Requests (acknowledgements) are not part of the protocol.
+///
+/// ## Event names
+///
+/// Action Cable broadcasts carry no event name, so the dialect reads one from the broadcast itself: when the
+/// message is a JSON object, the first of ``eventNameKeys`` (by default `"event"`, then `"type"`, then
+/// `"action"`) whose member is a non-empty string names the event; any other broadcast (a string, a number,
+/// an object without those members) arrives as ``fallbackEventName``, `"message"`. A server that sends
+/// `{"event":"order-updated",…}` therefore fires `on("order-updated")` here as on Socket.IO and Pusher. The
+/// event's `data` is always the whole broadcast value, name member included, and `rawData` its text as the
+/// server sent it. `eventNameKeys: []` delivers every broadcast as `"message"`.
 ///
 /// ```swift
 /// let session = RealtimeSession(dialect: .actionCable(url: URL(string: "wss://example.com/cable")!))
 /// let room = session.channel(ChannelID("ChatChannel", params: ["room_id": 42]))
-/// room.on("message") { event in print(event.data) }
+/// room.on("speak") { event in print(event.data["text"] ?? "") }   // {"action":"speak","text":…}
+/// room.on("message") { event in print(event.data) }               // "hello", 42, {"text":…}
 /// try await room.perform("speak", ["text": "hi"])
 /// ```
 public struct ActionCableDialect: RealtimeDialect {
@@ -59,6 +69,11 @@ public struct ActionCableDialect: RealtimeDialect {
     public static let defaultReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2,
                                                                maximumDelay: .seconds(30), jitter: .full)
 
+    /// The members a broadcast's event name is read from, in order: `"event"`, `"type"`, `"action"`.
+    public static let defaultEventNameKeys = ["event", "type", "action"]
+    /// The name of a broadcast that none of ``eventNameKeys`` names.
+    public static let fallbackEventName = "message"
+
     public var name: String { "actioncable" }
     /// The cable endpoint (`wss://host/cable`).
     public var url: URL
@@ -80,16 +95,23 @@ public struct ActionCableDialect: RealtimeDialect {
     public var connectTimeout: Duration
     /// Permits `ws://` to a host that is not loopback.
     public var allowsInsecureTransportToRemoteHosts: Bool
+    /// The members of an object broadcast that name its event, tried in order; the first that is a
+    /// non-empty string wins, and a broadcast none of them names is ``fallbackEventName``. Empty: every
+    /// broadcast is `"message"`. See "Event names" above.
+    public var eventNameKeys: [String]
 
     /// - Parameters:
     ///   - origin: the `Origin` header; `nil` derives it from `url` (`wss://host:port/cable` →
     ///     `https://host:port`).
+    ///   - eventNameKeys: the members a broadcast's event name is read from (``defaultEventNameKeys``);
+    ///     `[]` names every broadcast `"message"`.
     public init(url: URL, headers: [HTTPHeader] = [], origin: String? = nil,
                 credentials: CredentialsProvider? = nil, guarantor: SubscriptionGuarantor = SubscriptionGuarantor(),
                 reconnectPolicy: ReconnectPolicy = ActionCableDialect.defaultReconnectPolicy,
                 pingInterval: Duration = .seconds(3), staleGrace: Duration = .seconds(3),
                 restartDelay: Duration = .milliseconds(500), connectTimeout: Duration = .seconds(20),
-                allowsInsecureTransportToRemoteHosts: Bool = false) {
+                allowsInsecureTransportToRemoteHosts: Bool = false,
+                eventNameKeys: [String] = ActionCableDialect.defaultEventNameKeys) {
         self.url = url
         self.headers = headers
         self.origin = origin ?? Self.defaultOrigin(for: url)
@@ -101,11 +123,12 @@ public struct ActionCableDialect: RealtimeDialect {
         self.restartDelay = restartDelay
         self.connectTimeout = connectTimeout
         self.allowsInsecureTransportToRemoteHosts = allowsInsecureTransportToRemoteHosts
+        self.eventNameKeys = eventNameKeys
     }
 
     public func makeMachine() -> ActionCableMachine {
         ActionCableMachine(guarantor: guarantor, liveness: .serverPings(interval: pingInterval, grace: staleGrace),
-                           restartDelay: restartDelay)
+                           restartDelay: restartDelay, eventNameKeys: eventNameKeys)
     }
 
     public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
@@ -172,14 +195,18 @@ extension RealtimeDialect where Self == ActionCableDialect {
     ///   - credentials: re-run before every connection attempt, for tokens that expire.
     ///   - guarantor: how often and how many times `subscribe` is resent while unanswered.
     ///   - reconnectPolicy: by default full jitter from 1 s, doubling, capped at 30 s.
+    ///   - eventNameKeys: the members a broadcast's event name is read from (`"event"`, `"type"`, `"action"`);
+    ///     `[]` names every broadcast `"message"`.
     public static func actionCable(url: URL, headers: [HTTPHeader] = [], origin: String? = nil,
                                    credentials: ActionCableDialect.CredentialsProvider? = nil,
                                    guarantor: ActionCableDialect.SubscriptionGuarantor = .init(),
                                    reconnectPolicy: ReconnectPolicy = ActionCableDialect.defaultReconnectPolicy,
                                    connectTimeout: Duration = .seconds(20),
-                                   allowsInsecureTransportToRemoteHosts: Bool = false) -> ActionCableDialect {
+                                   allowsInsecureTransportToRemoteHosts: Bool = false,
+                                   eventNameKeys: [String] = ActionCableDialect.defaultEventNameKeys) -> ActionCableDialect {
         ActionCableDialect(url: url, headers: headers, origin: origin, credentials: credentials,
                            guarantor: guarantor, reconnectPolicy: reconnectPolicy, connectTimeout: connectTimeout,
-                           allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts)
+                           allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts,
+                           eventNameKeys: eventNameKeys)
     }
 }

@@ -112,6 +112,30 @@ struct ActionCableIntegrationTests {
         #expect(bob.messages(on: cableRoom42) == [expected])
     }
 
+    @Test("portable event names: a broadcast {\"event\":\"x\"} fires on(\"x\"), a plain string on(\"message\"), speak on(\"speak\")")
+    func portableEventNames() async throws {
+        let server = try await RailsCableServer.start()
+        defer { server.stop() }
+        let alice = CableLiveClient(server, token: "valid-alice")
+        try await alice.session.connect()
+        let room = try await alice.join(cableRoom42)
+        let named = Locked<[JSONValue]>([])
+        let plain = Locked<[JSONValue]>([])
+        let spoken = Locked<[JSONValue]>([])
+        room.on("order-updated") { event in named.withLock { $0.append(event.data) } }
+        room.on("message") { event in plain.withLock { $0.append(event.data) } }
+        room.on("speak") { event in spoken.withLock { $0.append(event.data) } }
+        try server.broadcast(stream: "echo:42", #"{"event":"order-updated","id":7}"#)
+        try server.broadcast(stream: "echo:42", #""plain text""#)
+        try await room.perform("speak", ["text": "hi"])   // EchoChannel#speak broadcasts {"action":"speak",…}
+        try await cableWaitUntil("the three broadcasts") { alice.events.withLock { $0.count } == 3 }
+        #expect(named.withLock { $0 } == [["event": "order-updated", "id": 7]])
+        #expect(plain.withLock { $0 } == ["plain text"])
+        #expect(spoken.withLock { $0 } == [["action": "speak", "from": "alice", "room_id": 42, "data": ["text": "hi"]]])
+        #expect(alice.events.withLock { $0.map(\.name) } == ["order-updated", "message", "speak"])
+        #expect(alice.events.withLock { $0.first?.rawData } == #"{"event":"order-updated","id":7}"#)
+    }
+
     @Test("reject_subscription fails the channel with .subscriptionRejected")
     func reject() async throws {
         let server = try await RailsCableServer.start()

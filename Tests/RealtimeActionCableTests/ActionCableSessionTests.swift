@@ -98,6 +98,23 @@ struct ActionCableSessionTests {
         #expect(harness.events.withLock { $0.count } == 1)
     }
 
+    @Test("handlers written for Socket.IO and Pusher fire: {\"event\":\"x\"} reaches on(\"x\"), a string on(\"message\")")
+    func portableEventNames() async throws {
+        let harness = CableHarness()
+        let room = harness.session.channel(echo42)
+        let named = Locked<[JSONValue]>([])
+        let plain = Locked<[JSONValue]>([])
+        room.on("order-updated") { event in named.withLock { $0.append(event.data) } }
+        room.on("message") { event in plain.withLock { $0.append(event.data) } }
+        try await harness.session.connect()
+        try await room.subscribed()
+        harness.peers[0].send(text: #"{"identifier":\#(quoted(echo42ID)),"message":{"event":"order-updated","id":7}}"#)
+        harness.peers[0].send(text: #"{"identifier":\#(quoted(echo42ID)),"message":"plain text"}"#)
+        #expect(named.withLock { $0 } == [["event": "order-updated", "id": 7]])
+        #expect(plain.withLock { $0 } == ["plain text"])
+        #expect(harness.events.withLock { $0.map(\.name) } == ["order-updated", "message"])
+    }
+
     @Test("a broadcast that beats the confirm is delivered, not dropped")
     func broadcastBeforeConfirm() async throws {
         let harness = CableHarness(server: { FakeCable(.init(silent: ["EchoChannel"])).attach($0) })

@@ -31,7 +31,7 @@ enum ConnectionOptions {
         "auth", "transport",                                                     // Socket.IO
         "key", "cluster", "region", "secret", "user-data", "auth-endpoint",      // Pusher / Bird
         "encryption-master-key",
-        "origin", "param",                                                       // Action Cable
+        "origin", "param", "event-key",                                          // Action Cable
     ]
     static let flags: Set<String> = ["json", "insecure", "verbose", "help"]
 
@@ -61,6 +61,9 @@ enum ConnectionOptions {
       actioncable:
         --origin O           the Origin header (default: the url's http(s) origin)
         --param k=v          an identifier parameter added to every channel (v is JSON when it parses)
+        --event-key K        a member of a broadcast that names its event (repeatable, tried in order;
+                             default: event, then type, then action); a broadcast none of them names is
+                             "message"; --event-key '' names every broadcast "message"
     """
 
     /// The channels of `--channel` (and `--param` for Action Cable).
@@ -116,8 +119,11 @@ enum ConnectionOptions {
                                    defaultNamespaces: [], allowsInsecureTransportToRemoteHosts: insecure)
         case .actioncable:
             let url = try requireURL(text, schemes: ["ws", "wss", "http", "https"])
+            let keys = arguments.all("event-key")
             return ActionCableDialect.actionCable(url: url, headers: headers, origin: arguments.value("origin"),
-                                                  allowsInsecureTransportToRemoteHosts: insecure)
+                                                  allowsInsecureTransportToRemoteHosts: insecure,
+                                                  eventNameKeys: keys.isEmpty ? ActionCableDialect.defaultEventNameKeys
+                                                                              : keys.filter { !$0.isEmpty })
         case .pusher, .bird:
             return try pusherDialect(dialect, url: text, arguments, headers: headers)
         }
