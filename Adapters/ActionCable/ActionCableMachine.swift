@@ -223,7 +223,8 @@ public struct ActionCableMachine: DialectMachine {
         case .send(let message):
             send(message, actions: &actions)
         case .request(_, let id):
-            actions.append(.resolveRequest(id, .failure(.unsupported("acknowledgements"))))
+            actions.append(.resolveRequest(id, .failure(.unsupported("request", dialect: "actioncable",
+                                                                     needs: "Socket.IO (acknowledgements)"))))
         case .custom(let name, _, let id):
             actions.append(.resolveRequest(id, .failure(.unsupported("the command '\(name)'"))))
         case .cancelRequest, .acknowledge:

@@ -21,14 +21,15 @@ final class CableLiveClient: Sendable {
     let states = Locked<[ConnectionState]>([])
 
     init(_ server: RailsCableServer, token: String? = nil, origin: String? = nil,
-         credentials: ActionCableDialect.CredentialsProvider? = nil,
+         auth: ActionCableAuth? = nil,
          guarantor: ActionCableDialect.SubscriptionGuarantor = .init()) {
         var components = URLComponents(url: server.url, resolvingAgainstBaseURL: false)!
         if let token { components.queryItems = [URLQueryItem(name: "token", value: token)] }
-        let dialect = ActionCableDialect.actionCable(url: components.url!, origin: origin, credentials: credentials,
-                                                     guarantor: guarantor, reconnectPolicy: ActionCableLive.policy)
+        let dialect = ActionCableDialect.actionCable(url: components.url!, origin: origin, auth: auth,
+                                                     guarantor: guarantor)
         session = RealtimeSession(dialect: dialect, transport: ActionCableLive.transport,
-                                  options: SessionOptions(connectTimeout: .seconds(3)))
+                                  options: SessionOptions(reconnectPolicy: ActionCableLive.policy,
+                                                          connectTimeout: .seconds(3)))
         session.onAny { [events] event in events.withLock { $0.append(event) } }
         session.onStateChange { [states] _, new in states.withLock { $0.append(new) } }
     }
@@ -191,7 +192,7 @@ struct ActionCableIntegrationTests {
         #expect(error.code == .connectionRefused)
         #expect(!anonymous.states.withLock { $0 }.contains { if case .reconnecting = $0 { true } else { false } })
 
-        let dave = CableLiveClient(server, credentials: { .init(headers: [HTTPHeader("Authorization", "Bearer valid-dave")]) })
+        let dave = CableLiveClient(server, auth: .provider { .init(headers: [HTTPHeader("Authorization", "Bearer valid-dave")]) })
         try await dave.session.connect()
         _ = try await dave.join(cableRoom42)
         #expect(try server.connectedUsers() == ["dave"])

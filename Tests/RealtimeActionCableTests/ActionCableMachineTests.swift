@@ -250,6 +250,26 @@ struct ActionCableMachineTests {
         }
     }
 
+    @Test("liveness: Rails' 3 s beat and 3 s of grace by default; set values replace them; .disabled checks nothing")
+    func livenessOption() {
+        let url = URL(string: "ws://127.0.0.1:3000/cable")!
+        let cases: [(ActionCableDialect, LivenessRule)] = [
+            (.actionCable(url: url), .serverPings(interval: .seconds(3), grace: .seconds(3))),
+            (.actionCable(url: url, liveness: Liveness(pingTimeout: .seconds(10))),
+             .serverPings(interval: .seconds(3), grace: .seconds(10))),
+            (ActionCableDialect(url: url, liveness: Liveness(pingInterval: .seconds(5), pingTimeout: .seconds(1))),
+             .serverPings(interval: .seconds(5), grace: .seconds(1))),
+            (.actionCable(url: url, liveness: .disabled), LivenessRule.none),
+        ]
+        for (dialect, rule) in cases {
+            var machine = dialect.makeMachine()
+            var actions: [DialectAction] = []
+            machine.connectionOpened(TransportOpenInfo(subprotocol: ActionCableDialect.protocolName), actions: &actions)
+            machine.received(.text(#"{"type":"welcome"}"#), actions: &actions)
+            #expect(actions.livenessRules == [rule])
+        }
+    }
+
     @Test("a message key spelled with escapes still delivers, with rawData re-serialized")
     func escapedMessageKey() {
         var driver = MachineDriver()

@@ -51,7 +51,8 @@ enum ConnectionOptions {
         --transport T        websocket (default), polling, or upgrade (polling, then WebSocket)
       pusher / bird:         <url> is ws(s)://host:port (a self-hosted or embedded server); without it, the cloud
         --key K              the app key (or in the url: ws://host:port/app/K)
-        --cluster C          Pusher cluster (default mt1)       --region R   Bird region (default us1)
+        --cluster C          the cluster: Pusher's (default mt1) or Bird's region (default us1; --region R
+                             is the same option)
         --secret S           sign private-, presence- and encrypted channels here, with the app secret
                              (development only: never ship a secret)
         --user-data JSON     with --secret: the presence identity ('{"user_id":"1","user_info":{…}}';
@@ -121,9 +122,9 @@ enum ConnectionOptions {
             let url = try requireURL(text, schemes: ["ws", "wss", "http", "https"])
             let keys = arguments.all("event-key")
             return ActionCableDialect.actionCable(url: url, headers: headers, origin: arguments.value("origin"),
-                                                  allowsInsecureTransportToRemoteHosts: insecure,
                                                   eventNameKeys: keys.isEmpty ? ActionCableDialect.defaultEventNameKeys
-                                                                              : keys.filter { !$0.isEmpty })
+                                                                              : keys.filter { !$0.isEmpty },
+                                                  allowsInsecureTransportToRemoteHosts: insecure)
         case .pusher, .bird:
             return try pusherDialect(dialect, url: text, arguments, headers: headers)
         }
@@ -157,11 +158,11 @@ enum ConnectionOptions {
             throw UsageError("\(dialect.rawValue) needs --key (or a url ending in /app/<key>)")
         }
         let authorizer = try pusherAuthorizer(vendor, arguments, headers: headers)
+        // --region is Bird's word for the cluster; both are accepted for both vendors.
+        let cluster = arguments.value("cluster") ?? arguments.value("region")
         var made: PusherDialect = dialect == .bird
-            ? .bird(appKey: key, region: arguments.value("region") ?? "us1", authorizer: authorizer, host: host,
-                    port: port)
-            : .pusher(key: key, cluster: arguments.value("cluster") ?? "mt1", authorizer: authorizer, host: host,
-                      port: port)
+            ? .bird(key: key, cluster: cluster ?? "us1", auth: authorizer, host: host, port: port)
+            : .pusher(key: key, cluster: cluster ?? "mt1", auth: authorizer, host: host, port: port)
         if let tls {
             // The url's scheme decides; the transport still refuses ws:// to a remote host without --insecure.
             made.usesTLS = tls
@@ -171,7 +172,7 @@ enum ConnectionOptions {
     }
 
     private static func pusherAuthorizer(_ vendor: PusherVendor, _ arguments: Arguments,
-                                         headers: [HTTPHeader]) throws -> PusherAuthorizer? {
+                                         headers: [HTTPHeader]) throws -> PusherAuth? {
         if let endpoint = arguments.value("auth-endpoint") {
             guard arguments.value("secret") == nil else {
                 throw UsageError("give --secret or --auth-endpoint, not both")
