@@ -5,6 +5,8 @@ import RealtimeCore
 /// - `welcome` makes the session connected; the engine then subscribes every channel it holds.
 /// - Every subscription is keyed by its identifier string, built once; incoming frames are routed by
 ///   that exact string and broadcasts are delivered while the subscription is still pending.
+/// - A broadcast is delivered under the name read from its message (``ActionCableDialect/eventNameKeys``),
+///   `"message"` when none names it; its `data` is the whole message.
 /// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`.
 /// - A `subscribe` right after an `unsubscribe` of the same identifier waits one guarantor interval,
 ///   because Rails may run the two out of order and lose the subscribe.
@@ -25,6 +27,7 @@ public struct ActionCableMachine: DialectMachine {
     private let guarantor: ActionCableDialect.SubscriptionGuarantor
     private let liveness: LivenessRule
     private let restartDelay: Duration
+    private let eventNameKeys: [String]
 
     /// Subscriptions of the current connection, by identifier.
     private var subscriptions: [String: Subscription] = [:]
@@ -36,10 +39,12 @@ public struct ActionCableMachine: DialectMachine {
     /// How the connection must end, decided by a frame (`disconnect`) or the handshake (subprotocol).
     private var decidedEnd: ConnectionEnd?
 
-    init(guarantor: ActionCableDialect.SubscriptionGuarantor, liveness: LivenessRule, restartDelay: Duration) {
+    init(guarantor: ActionCableDialect.SubscriptionGuarantor, liveness: LivenessRule, restartDelay: Duration,
+         eventNameKeys: [String]) {
         self.guarantor = guarantor
         self.liveness = liveness
         self.restartDelay = restartDelay
+        self.eventNameKeys = eventNameKeys
     }
 
     // MARK: Connection
@@ -192,8 +197,19 @@ public struct ActionCableMachine: DialectMachine {
             return
         }
         let raw = RawMemberScanner.value(of: "message", in: text).map(String.init) ?? message.serialized()
-        actions.append(.deliver(RealtimeEvent(channel: subscription.channel, name: "message", data: message,
-                                              rawData: raw)))
+        actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
+                                              name: Self.eventName(of: message, keys: eventNameKeys),
+                                              data: message, rawData: raw)))
+    }
+
+    /// The first of `keys` that is a non-empty string member of `message`, else `"message"`.
+    static func eventName(of message: JSONValue, keys: [String]) -> String {
+        if case .object(let members) = message {
+            for key in keys {
+                if case .string(let name)? = members[key], !name.isEmpty { return name }
+            }
+        }
+        return ActionCableDialect.fallbackEventName
     }
 
     // MARK: Commands
@@ -207,7 +223,8 @@ public struct ActionCableMachine: DialectMachine {
         case .send(let message):
             send(message, actions: &actions)
         case .request(_, let id):
-            actions.append(.resolveRequest(id, .failure(.unsupported("acknowledgements"))))
+            actions.append(.resolveRequest(id, .failure(.unsupported("request", dialect: "actioncable",
+                                                                     needs: "Socket.IO (acknowledgements)"))))
         case .custom(let name, _, let id):
             actions.append(.resolveRequest(id, .failure(.unsupported("the command '\(name)'"))))
         case .cancelRequest, .acknowledge:

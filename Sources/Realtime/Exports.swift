@@ -11,7 +11,7 @@ extension RealtimeSession {
     ///
     /// To hold many sessions on a few threads, make one `WebSocketTransport` with a shared
     /// `EventLoopGroup` and pass it to ``RealtimeSession/init(dialect:transport:options:)``.
-    public convenience init(dialect: some RealtimeDialect, options: SessionOptions = .init()) {
+    public convenience init(dialect: any RealtimeDialect, options: SessionOptions = .init()) {
         self.init(dialect: dialect, transport: WebSocketTransport.platformDefault(), options: options)
     }
 }

@@ -28,9 +28,10 @@ struct ActionCableEmbeddedServerTests {
                        events: Locked<[RealtimeEvent]>) -> RealtimeSession {
         let query = token.map { "?token=\($0)" } ?? ""
         let url = URL(string: "ws://127.0.0.1:\(listener.port)\(path)\(query)")!
-        let session = RealtimeSession(dialect: .actionCable(url: url, reconnectPolicy: ActionCableLive.policy),
+        let session = RealtimeSession(dialect: .actionCable(url: url),
                                       transport: ActionCableLive.transport,
-                                      options: SessionOptions(connectTimeout: .seconds(3)))
+                                      options: SessionOptions(reconnectPolicy: ActionCableLive.policy,
+                                                              connectTimeout: .seconds(3)))
         session.onAny { event in events.withLock { $0.append(event) } }
         return session
     }

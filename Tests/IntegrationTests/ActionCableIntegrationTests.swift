@@ -21,14 +21,15 @@ final class CableLiveClient: Sendable {
     let states = Locked<[ConnectionState]>([])
 
     init(_ server: RailsCableServer, token: String? = nil, origin: String? = nil,
-         credentials: ActionCableDialect.CredentialsProvider? = nil,
+         auth: ActionCableAuth? = nil,
          guarantor: ActionCableDialect.SubscriptionGuarantor = .init()) {
         var components = URLComponents(url: server.url, resolvingAgainstBaseURL: false)!
         if let token { components.queryItems = [URLQueryItem(name: "token", value: token)] }
-        let dialect = ActionCableDialect.actionCable(url: components.url!, origin: origin, credentials: credentials,
-                                                     guarantor: guarantor, reconnectPolicy: ActionCableLive.policy)
+        let dialect = ActionCableDialect.actionCable(url: components.url!, origin: origin, auth: auth,
+                                                     guarantor: guarantor)
         session = RealtimeSession(dialect: dialect, transport: ActionCableLive.transport,
-                                  options: SessionOptions(connectTimeout: .seconds(3)))
+                                  options: SessionOptions(reconnectPolicy: ActionCableLive.policy,
+                                                          connectTimeout: .seconds(3)))
         session.onAny { [events] event in events.withLock { $0.append(event) } }
         session.onStateChange { [states] _, new in states.withLock { $0.append(new) } }
     }
@@ -112,6 +113,32 @@ struct ActionCableIntegrationTests {
         #expect(bob.messages(on: cableRoom42) == [expected])
     }
 
+    @Test("portable event names: a broadcast {\"event\":\"x\"} fires on(\"x\"), a plain string on(\"message\"), speak on(\"speak\")")
+    func portableEventNames() async throws {
+        let server = try await RailsCableServer.start()
+        defer { server.stop() }
+        let alice = CableLiveClient(server, token: "valid-alice")
+        try await alice.session.connect()
+        let room = try await alice.join(cableRoom42)
+        let named = Locked<[JSONValue]>([])
+        let plain = Locked<[JSONValue]>([])
+        let spoken = Locked<[JSONValue]>([])
+        room.on("order-updated") { event in named.withLock { $0.append(event.data) } }
+        room.on("message") { event in plain.withLock { $0.append(event.data) } }
+        room.on("speak") { event in spoken.withLock { $0.append(event.data) } }
+        try server.broadcast(stream: "echo:42", #"{"event":"order-updated","id":7}"#)
+        try server.broadcast(stream: "echo:42", #""plain text""#)
+        try await room.perform("speak", ["text": "hi"])   // EchoChannel#speak broadcasts {"action":"speak",…}
+        try await cableWaitUntil("the three broadcasts") { alice.events.withLock { $0.count } == 3 }
+        #expect(named.withLock { $0 } == [["event": "order-updated", "id": 7]])
+        #expect(plain.withLock { $0 } == ["plain text"])
+        #expect(spoken.withLock { $0 } == [["action": "speak", "from": "alice", "room_id": 42, "data": ["text": "hi"]]])
+        // Rails' async adapter may deliver the three broadcasts in any order.
+        #expect(alice.events.withLock { $0.map(\.name).sorted() } == ["message", "order-updated", "speak"])
+        #expect(alice.events.withLock { $0.first { $0.name == "order-updated" }?.rawData }
+                == #"{"event":"order-updated","id":7}"#)
+    }
+
     @Test("reject_subscription fails the channel with .subscriptionRejected")
     func reject() async throws {
         let server = try await RailsCableServer.start()
@@ -165,7 +192,7 @@ struct ActionCableIntegrationTests {
         #expect(error.code == .connectionRefused)
         #expect(!anonymous.states.withLock { $0 }.contains { if case .reconnecting = $0 { true } else { false } })
 
-        let dave = CableLiveClient(server, credentials: { .init(headers: [HTTPHeader("Authorization", "Bearer valid-dave")]) })
+        let dave = CableLiveClient(server, auth: .provider { .init(headers: [HTTPHeader("Authorization", "Bearer valid-dave")]) })
         try await dave.session.connect()
         _ = try await dave.join(cableRoom42)
         #expect(try server.connectedUsers() == ["dave"])

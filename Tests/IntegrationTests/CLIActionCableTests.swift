@@ -30,9 +30,43 @@ struct CLIActionCableTests {
         #expect(listener.lines == [
             CLILine.connecting, CLILine.connected, CLILine.subscribed(channel),
             CLILine.event(channel, "message", #"{"text":"from HTTP"}"#),
-            CLILine.event(channel, "message",
+            CLILine.event(channel, "speak",
                           #"{"action":"speak","data":{"text":"hi"},"from":"bob","room_id":42}"#),
         ], "\(listener.transcript)")
+    }
+
+    @Test("listen prints a broadcast's own event name; --event-key chooses the member, '' means \"message\"")
+    func eventNames() async throws {
+        let server = try await RailsCableServer.start()
+        defer { server.stop() }
+        let channel = #"EchoChannel{"room_id":42}"#
+        let url = "\(server.url.absoluteString)?token=valid-alice"
+        let byDefault = try CLIProcess(["listen", "actioncable", url, "--channel", channel, "--json",
+                                        "--count", "2", "--timeout", "60"])
+        defer { byDefault.stop() }
+        let byKind = try CLIProcess(["listen", "actioncable", url, "--channel", channel, "--event-key", "kind",
+                                     "--json", "--count", "2", "--timeout", "60"])
+        defer { byKind.stop() }
+        let unnamed = try CLIProcess(["listen", "actioncable", url, "--channel", channel, "--event-key=",
+                                      "--json", "--count", "2", "--timeout", "60"])
+        defer { unnamed.stop() }
+        for listener in [byDefault, byKind, unnamed] {
+            #expect(await listener.subscribed(channel), "\(listener.transcript)")
+        }
+        try server.broadcast(stream: "echo:42", #"{"event":"e","kind":"k"}"#)
+        try server.broadcast(stream: "echo:42", #"{"event":"e"}"#)
+        let expected: [(CLIProcess, [String])] = [(byDefault, ["e", "e"]), (byKind, ["k", "message"]),
+                                                  (unnamed, ["message", "message"])]
+        for (listener, names) in expected {
+            #expect(await listener.exitStatus() == 0, "\(listener.transcript)")
+            #expect(Array(listener.lines.prefix(3)) == [CLILine.connecting, CLILine.connected, CLILine.subscribed(channel)],
+                    "\(listener.transcript)")
+            // Rails' async adapter may deliver the two broadcasts in either order.
+            #expect(Set(listener.lines.dropFirst(3)) == [
+                CLILine.event(channel, names[0], #"{"event":"e","kind":"k"}"#),
+                CLILine.event(channel, names[1], #"{"event":"e"}"#),
+            ], "\(listener.transcript)")
+        }
     }
 
     @Test("a rejected subscription and an unauthorized connection print the error line and exit 3")

@@ -199,10 +199,10 @@ struct ChaosTests {
         defer { proxy.stop() }
         let transport = RecordingTransport(WebSocketTransport())
         let log = Locked<[String]>([])
-        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"],
-                                                         reconnectPolicy: chaosReconnectPolicy),
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"]),
                                       transport: transport,
-                                      options: SessionOptions(logHandler: { record in log.withLock { $0.append(record.message) } }))
+                                      options: SessionOptions(reconnectPolicy: chaosReconnectPolicy,
+                                                              logHandler: { record in log.withLock { $0.append(record.message) } }))
         let watch = SessionWatch(session)
         let events = EventLog()
         let chat = session.channel("/chat")
@@ -235,9 +235,8 @@ struct ChaosTests {
         let proxy = try FaultProxy(upstream: server.url)
         defer { proxy.stop() }
         let transport = RecordingTransport(WebSocketTransport())
-        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url),
-                                                         reconnectPolicy: chaosReconnectPolicy),
-                                      transport: transport)
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url)), transport: transport,
+                                      options: SessionOptions(reconnectPolicy: chaosReconnectPolicy))
         let watch = SessionWatch(session)
         let events = EventLog()
         let root = session.channel("/")
@@ -291,10 +290,10 @@ struct ChaosTests {
         ]))
         defer { proxy.stop() }
         let transport = RecordingTransport(WebSocketTransport())
-        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"],
-                                                         reconnectPolicy: chaosReconnectPolicy,
-                                                         connectTimeout: .seconds(3)),
-                                      transport: transport, options: SessionOptions(connectTimeout: .seconds(3)))
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"]),
+                                      transport: transport,
+                                      options: SessionOptions(reconnectPolicy: chaosReconnectPolicy,
+                                                              connectTimeout: .seconds(3)))
         let watch = SessionWatch(session)
         let chat = session.channel("/chat")
         let connected = await bounded(.seconds(30)) { try await session.connect() }
@@ -346,10 +345,10 @@ struct ChaosTests {
         defer { proxy.stop() }
         let transport = RecordingTransport(WebSocketTransport())
         // Short connect timeouts: a stall inside a handshake costs 2 s, not 20.
-        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"],
-                                                         reconnectPolicy: chaosReconnectPolicy,
-                                                         connectTimeout: .seconds(2)),
-                                      transport: transport, options: SessionOptions(connectTimeout: .seconds(2)))
+        let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: server.url), auth: ["token": "secret"]),
+                                      transport: transport,
+                                      options: SessionOptions(reconnectPolicy: chaosReconnectPolicy,
+                                                              connectTimeout: .seconds(2)))
         let watch = SessionWatch(session)
         let channels = [session.channel("/"), session.channel("/chat")]
         let ticks = Locked<[Int64]>([])
@@ -506,8 +505,10 @@ struct ChaosTests {
         let upstream = URL(string: "ws://127.0.0.1:\(listener.port)/cable?token=valid-alice")!
         let proxy = try FaultProxy(upstream: upstream, plan: plan)
         defer { proxy.stop() }
-        let session = RealtimeSession(dialect: .actionCable(url: proxy.url(for: upstream), reconnectPolicy: chaosReconnectPolicy),
-                                      transport: WebSocketTransport(), options: SessionOptions(connectTimeout: .seconds(2)))
+        let session = RealtimeSession(dialect: .actionCable(url: proxy.url(for: upstream)),
+                                      transport: WebSocketTransport(),
+                                      options: SessionOptions(reconnectPolicy: chaosReconnectPolicy,
+                                                              connectTimeout: .seconds(2)))
         let watch = SessionWatch(session)
         let heard = Locked<[String: [JSONValue]]>([:])
         session.onAny { event in heard.withLock { $0[event.channel?.description ?? "", default: []].append(event.data) } }
@@ -568,9 +569,9 @@ struct ChaosTests {
         try await withSocketIOPeer(fastPing: true) { peer in
             let proxy = try FaultProxy(upstream: peer.url)
             defer { proxy.stop() }
-            let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: peer.url), auth: ["token": "secret"],
-                                                             reconnectPolicy: chaosReconnectPolicy),
-                                          transport: WebSocketTransport())
+            let session = RealtimeSession(dialect: .socketIO(url: proxy.url(for: peer.url), auth: ["token": "secret"]),
+                                          transport: WebSocketTransport(),
+                                          options: SessionOptions(reconnectPolicy: chaosReconnectPolicy))
             let watch = SessionWatch(session)
             let events = EventLog()
             let channels = [session.channel("/"), session.channel("/chat")]
@@ -606,9 +607,10 @@ struct ChaosTests {
         let upstream = URL(string: "ws://127.0.0.1:\(server.port)/cable?token=valid-alice")!
         let proxy = try FaultProxy(upstream: upstream)
         defer { proxy.stop() }
-        let session = RealtimeSession(dialect: .actionCable(url: proxy.url(for: upstream),
-                                                            reconnectPolicy: chaosReconnectPolicy),
-                                      transport: WebSocketTransport(), options: SessionOptions(connectTimeout: .seconds(5)))
+        let session = RealtimeSession(dialect: .actionCable(url: proxy.url(for: upstream)),
+                                      transport: WebSocketTransport(),
+                                      options: SessionOptions(reconnectPolicy: chaosReconnectPolicy,
+                                                              connectTimeout: .seconds(5)))
         let watch = SessionWatch(session)
         let messages = Locked<[JSONValue]>([])
         session.onAny { event in messages.withLock { $0.append(event.data) } }
@@ -660,9 +662,9 @@ struct ChaosTests {
         defer { proxy.stop() }
         let transport = RecordingTransport(WebSocketTransport(configuration: .init(
             tls: TLSConfiguration(additionalTrustRoots: [.file(certificates.ca)], recordReading: reading))))
-        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "https://127.0.0.1:\(proxy.port)")!,
-                                                         reconnectPolicy: chaosReconnectPolicy),
-                                      transport: transport)
+        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "https://127.0.0.1:\(proxy.port)")!),
+                                      transport: transport,
+                                      options: SessionOptions(reconnectPolicy: chaosReconnectPolicy))
         let watch = SessionWatch(session)
         let root = session.channel("/")
         try await session.connect()

@@ -15,10 +15,11 @@ enum PusherLive {
                         secret: String = PusherLive.secret) -> RealtimeSession {
         let dialect = PusherDialect.pusher(
             key: key,
-            authorizer: .inline(secret: secret, presenceData: #"{"user_id":"\#(userID)","user_info":{"name":"u\#(userID)"}}"#,
-                                userData: #"{"id":"\#(userID)"}"#),
-            host: "127.0.0.1", port: server.port, reconnectPolicy: policy)
-        return RealtimeSession(dialect: dialect, transport: transport, options: SessionOptions(connectTimeout: .seconds(3)))
+            auth: .inline(secret: secret, presenceData: #"{"user_id":"\#(userID)","user_info":{"name":"u\#(userID)"}}"#,
+                          userData: #"{"id":"\#(userID)"}"#),
+            host: "127.0.0.1", port: server.port)
+        return RealtimeSession(dialect: dialect, transport: transport,
+                               options: SessionOptions(reconnectPolicy: policy, connectTimeout: .seconds(3)))
     }
 }
 
@@ -45,7 +46,7 @@ struct PusherEmbeddedServerTests {
         alice.channel("news").on("flash") { event in news.withLock { $0.append(event.data) } }
         let typing = Locked<[RealtimeEvent]>([])
         bob.channel("presence-room").on("client-typing") { event in typing.withLock { $0.append(event) } }
-        let aliceRoster = alice.presence("presence-room")
+        let aliceRoster = try alice.presence("presence-room")
         try await alice.connect()
         try await bob.connect()
         _ = try await alice.channel("news").subscribed()
@@ -124,9 +125,10 @@ struct PusherEmbeddedServerTests {
         let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret, encryptionMasterKey: masterKey)
         let session = RealtimeSession(
             dialect: .pusher(key: PusherLive.key,
-                             authorizer: .inline(secret: PusherLive.secret, encryptionMasterKey: masterKey),
-                             host: "127.0.0.1", port: server.port, reconnectPolicy: PusherLive.policy),
-            transport: PusherLive.transport, options: SessionOptions(connectTimeout: .seconds(3)))
+                             auth: .inline(secret: PusherLive.secret, encryptionMasterKey: masterKey),
+                             host: "127.0.0.1", port: server.port),
+            transport: PusherLive.transport,
+            options: SessionOptions(reconnectPolicy: PusherLive.policy, connectTimeout: .seconds(3)))
         defer { session.disconnect() }
         let vault = session.channel("private-encrypted-vault")
         let seen = Locked<[RealtimeEvent]>([])
@@ -144,17 +146,18 @@ struct PusherEmbeddedServerTests {
     func bird() async throws {
         let server = try PusherTestServer(key: "bird-key", secret: PusherLive.secret, vendor: .bird)
         func client(_ member: String) -> RealtimeSession {
-            RealtimeSession(dialect: .bird(appKey: "bird-key",
-                                           authorizer: .inline(secret: PusherLive.secret,
-                                                               presenceData: #"{"member_id":"\#(member)","member_info":{"m":"\#(member)"}}"#,
-                                                               userData: #"{"member_id":"\#(member)"}"#),
-                                           host: "127.0.0.1", port: server.port, reconnectPolicy: PusherLive.policy),
-                            transport: PusherLive.transport, options: SessionOptions(connectTimeout: .seconds(3)))
+            RealtimeSession(dialect: .bird(key: "bird-key",
+                                           auth: .inline(secret: PusherLive.secret,
+                                                         presenceData: #"{"member_id":"\#(member)","member_info":{"m":"\#(member)"}}"#,
+                                                         userData: #"{"member_id":"\#(member)"}"#),
+                                           host: "127.0.0.1", port: server.port),
+                            transport: PusherLive.transport,
+                            options: SessionOptions(reconnectPolicy: PusherLive.policy, connectTimeout: .seconds(3)))
         }
         let first = client("a")
         let second = client("b")
         defer { first.disconnect(); second.disconnect() }
-        let roster = first.presence("presence-room")
+        let roster = try first.presence("presence-room")
         try await first.connect()
         #expect(first.connectionID == "conn-1")
         try await second.connect()
@@ -180,14 +183,13 @@ struct PusherEmbeddedServerTests {
         for vendor in [PusherVendor.pusher, .bird] {
             let key = vendor == .bird ? "bird-key" : PusherLive.key
             let server = try PusherTestServer(key: key, secret: PusherLive.secret, vendor: vendor)
-            let authorizer = PusherAuthorizer.inline(secret: "not-the-secret")
+            let authorizer = PusherAuth.inline(secret: "not-the-secret")
             let dialect: PusherDialect = vendor == .bird
-                ? .bird(appKey: key, authorizer: authorizer, host: "127.0.0.1", port: server.port,
-                        reconnectPolicy: PusherLive.policy)
-                : .pusher(key: key, authorizer: authorizer, host: "127.0.0.1", port: server.port,
-                          reconnectPolicy: PusherLive.policy)
+                ? .bird(key: key, auth: authorizer, host: "127.0.0.1", port: server.port)
+                : .pusher(key: key, auth: authorizer, host: "127.0.0.1", port: server.port)
             let session = RealtimeSession(dialect: dialect, transport: PusherLive.transport,
-                                          options: SessionOptions(connectTimeout: .seconds(3)))
+                                          options: SessionOptions(reconnectPolicy: PusherLive.policy,
+                                                                  connectTimeout: .seconds(3)))
             defer { session.disconnect() }
             let prefix = vendor.systemPrefix
             let sessionErrors = Locked<[RealtimeEvent]>([])

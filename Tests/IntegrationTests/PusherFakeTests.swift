@@ -10,21 +10,22 @@ enum PusherFake {
                                         jitter: .none)
 
     static func session(_ server: PusherFakeServer, port: Int? = nil,
-                        authorizer: PusherAuthorizer? = nil) -> RealtimeSession {
-        RealtimeSession(dialect: .pusher(key: PusherFakeServer.key, authorizer: authorizer, host: "127.0.0.1",
-                                         port: port ?? server.wsPort, reconnectPolicy: policy),
-                        transport: PusherLive.transport, options: SessionOptions(connectTimeout: .seconds(5)))
+                        auth: PusherAuth? = nil) -> RealtimeSession {
+        RealtimeSession(dialect: .pusher(key: PusherFakeServer.key, auth: auth, host: "127.0.0.1",
+                                         port: port ?? server.wsPort),
+                        transport: PusherLive.transport,
+                        options: SessionOptions(reconnectPolicy: policy, connectTimeout: .seconds(5)))
     }
 
     /// Local signing with the app secret; `user` is the presence identity.
-    static func inline(user: String? = nil) -> PusherAuthorizer {
+    static func inline(user: String? = nil) -> PusherAuth {
         .inline(secret: PusherFakeServer.secret,
                 presenceData: user.map { #"{"user_id":"\#($0)","user_info":{"via":"inline"}}"# },
                 encryptionMasterKey: PusherFakeServer.encryptionMasterKey)
     }
 
     /// The SDK-signed endpoint of `sdk.py`; `user` becomes the presence member id.
-    static func endpoint(_ app: PusherFakeApp, user: String? = nil) -> PusherAuthorizer {
+    static func endpoint(_ app: PusherFakeApp, user: String? = nil) -> PusherAuth {
         .endpoint(app.authURL, params: user.map { ["user_id": $0] } ?? [:])
     }
 }
@@ -115,7 +116,7 @@ struct PusherFakeTests {
     @Test("pusher-fake proves: private channel authorised by an HTTP endpoint the official SDK signs")
     func privateEndpoint() async throws {
         try await withPusherFake { server, app in
-            let session = PusherFake.session(server, authorizer: PusherFake.endpoint(app))
+            let session = PusherFake.session(server, auth: PusherFake.endpoint(app))
             defer { session.disconnect() }
             let orders = session.channel("private-orders")
             let log = FakeEventLog(orders, "created")
@@ -135,15 +136,15 @@ struct PusherFakeTests {
     func privateClosure() async throws {
         try await withPusherFake { server, app in
             let asked = Locked<[PusherAuthRequest]>([])
-            let authorizer = PusherAuthorizer.custom { request in
+            let authorizer = PusherAuth.provider { request in
                 asked.withLock { $0.append(request) }
                 if request.channel == "private-refused" {
                     throw RealtimeError(.authorizationFailed, "the app said no")
                 }
-                return try PusherAuthorizer.sign(request, key: PusherFakeServer.key, secret: PusherFakeServer.secret,
+                return try PusherAuth.sign(request, key: PusherFakeServer.key, secret: PusherFakeServer.secret,
                                                  presenceData: nil, userData: nil)
             }
-            let session = PusherFake.session(server, authorizer: authorizer)
+            let session = PusherFake.session(server, auth: authorizer)
             defer { session.disconnect() }
             let room = session.channel("private-room")
             let log = FakeEventLog(room, "said")
@@ -170,7 +171,7 @@ struct PusherFakeTests {
     @Test("pusher-fake proves: private channel signed locally with the app secret (inline)")
     func privateInline() async throws {
         try await withPusherFake { server, app in
-            let session = PusherFake.session(server, authorizer: PusherFake.inline())
+            let session = PusherFake.session(server, auth: PusherFake.inline())
             defer { session.disconnect() }
             let inbox = session.channel("private-inbox")
             let log = FakeEventLog(inbox, "mail")
@@ -186,11 +187,11 @@ struct PusherFakeTests {
     @Test("pusher-fake proves: presence members, me with info, added/removed handlers (kept through removeAllHandlers) as a second session and a pysher process join and leave; leave() empties the roster")
     func presence() async throws {
         try await withPusherFake { server, app in
-            let alice = PusherFake.session(server, authorizer: PusherFake.inline(user: "alice"))
-            let bob = PusherFake.session(server, authorizer: PusherFake.endpoint(app, user: "bob"))
+            let alice = PusherFake.session(server, auth: PusherFake.inline(user: "alice"))
+            let bob = PusherFake.session(server, auth: PusherFake.endpoint(app, user: "bob"))
             defer { alice.disconnect(); bob.disconnect() }
-            let aliceRoster = alice.presence("presence-room")
-            let bobRoster = bob.presence("presence-room")
+            let aliceRoster = try alice.presence("presence-room")
+            let bobRoster = try bob.presence("presence-room")
             let aliceRoom = alice.channel("presence-room")
             let changes = FakeEventLog(aliceRoom, "pusher:member_added", "pusher:member_removed")
             let joined = Locked<[PresenceMember]>([])
@@ -266,8 +267,8 @@ struct PusherFakeTests {
     @Test("pusher-fake proves: client events between two sessions on a private channel, not echoed to the sender")
     func clientEvents() async throws {
         try await withPusherFake { server, _ in
-            let alice = PusherFake.session(server, authorizer: PusherFake.inline())
-            let bob = PusherFake.session(server, authorizer: PusherFake.inline())
+            let alice = PusherFake.session(server, auth: PusherFake.inline())
+            let bob = PusherFake.session(server, auth: PusherFake.inline())
             defer { alice.disconnect(); bob.disconnect() }
             let aliceLog = FakeEventLog(alice.channel("private-chat"), "client-typing", "client-ack")
             let bobLog = FakeEventLog(bob.channel("private-chat"), "client-typing")
@@ -290,8 +291,8 @@ struct PusherFakeTests {
     @Test("pusher-fake proves: private-encrypted- events the SDK sealed are opened; tampered or plaintext ones are typed errors")
     func encrypted() async throws {
         try await withPusherFake { server, app in
-            let viaEndpoint = PusherFake.session(server, authorizer: PusherFake.endpoint(app))
-            let viaInline = PusherFake.session(server, authorizer: PusherFake.inline())
+            let viaEndpoint = PusherFake.session(server, auth: PusherFake.endpoint(app))
+            let viaInline = PusherFake.session(server, auth: PusherFake.inline())
             defer { viaEndpoint.disconnect(); viaInline.disconnect() }
             let vault = viaEndpoint.channel("private-encrypted-vault")
             let endpointLog = FakeEventLog(vault, "secret")
@@ -361,14 +362,14 @@ struct PusherFakeTests {
     @Test("pusher-fake proves: a wrong signature (pusher_internal:subscription_error) fails the channel (event, typed error, state); later subscribes do not wedge")
     func wrongSignature() async throws {
         try await withPusherFake { server, app in
-            let authorizer = PusherAuthorizer.custom { request in
+            let authorizer = PusherAuth.provider { request in
                 if request.channel == "private-bad" {
                     return PusherAuthorization(auth: PusherFakeServer.key + ":" + String(repeating: "0", count: 64))
                 }
-                return try PusherAuthorizer.sign(request, key: PusherFakeServer.key, secret: PusherFakeServer.secret,
+                return try PusherAuth.sign(request, key: PusherFakeServer.key, secret: PusherFakeServer.secret,
                                                  presenceData: nil, userData: nil)
             }
-            let session = PusherFake.session(server, authorizer: authorizer)
+            let session = PusherFake.session(server, auth: authorizer)
             defer { session.disconnect() }
             let seenByAny = Locked<[RealtimeEvent]>([])
             session.onAny { event in
@@ -452,13 +453,13 @@ struct PusherFakeTests {
     @Test("pusher-fake proves: killed and restarted, every channel is re-authorised and re-joined")
     func reconnectAfterRestart() async throws {
         try await withPusherFake { server, app in
-            let session = PusherFake.session(server, authorizer: PusherFake.endpoint(app, user: "r"))
+            let session = PusherFake.session(server, auth: PusherFake.endpoint(app, user: "r"))
             defer { session.disconnect() }
             let connections = Locked(0)
             session.onStateChange { _, new in if new == .connected { connections.withLock { $0 += 1 } } }
             let names = ["news", "private-room", "presence-room", "private-encrypted-vault"]
             let logs = names.map { FakeEventLog(session.channel(ChannelID($0)), "tick") }
-            let roster = session.presence("presence-room")
+            let roster = try session.presence("presence-room")
             try await session.connect()
             for name in names { _ = try await session.channel(ChannelID(name)).subscribed() }
             let privateNames = ["presence-room", "private-encrypted-vault", "private-room"]
@@ -492,8 +493,8 @@ struct PusherFakeTests {
         try await withPusherFake { server, app in
             let proxy = try FaultProxy(upstreamPort: server.wsPort)
             defer { proxy.stop() }
-            let alice = PusherFake.session(server, port: proxy.port, authorizer: PusherFake.endpoint(app, user: "alice"))
-            let bob = PusherFake.session(server, authorizer: PusherFake.inline(user: "bob"))
+            let alice = PusherFake.session(server, port: proxy.port, auth: PusherFake.endpoint(app, user: "alice"))
+            let bob = PusherFake.session(server, auth: PusherFake.inline(user: "bob"))
             defer { alice.disconnect(); bob.disconnect() }
             let aliceLog = FakeEventLog(alice.channel("private-room"), "tick")
             alice.channel("presence-room")
@@ -501,7 +502,7 @@ struct PusherFakeTests {
             _ = try await alice.channel("presence-room").subscribed()
             _ = try await alice.channel("private-room").subscribed()
             // Bob joins second, so the only changes he sees are alice leaving and coming back.
-            let bobRoster = bob.presence("presence-room")
+            let bobRoster = try bob.presence("presence-room")
             let bobChanges = FakeEventLog(bob.channel("presence-room"), "pusher:member_added", "pusher:member_removed")
             try await bob.connect()
             _ = try await bob.channel("presence-room").subscribed()

@@ -113,12 +113,12 @@ struct PusherPeerTests {
             if item["user_data"] != nil {
                 // Sign exactly the identity text the SDK produced, as an app's endpoint would hand it over.
                 let userData = try #require(answer["user_data"]?.stringValue)
-                ours = try PusherAuthorizer.sign(PusherAuthRequest(connectionID: socketID, channel: nil, vendor: .pusher),
+                ours = try PusherAuth.sign(PusherAuthRequest(connectionID: socketID, channel: nil, vendor: .pusher),
                                                  key: PusherLive.key, secret: PusherLive.secret, presenceData: nil,
                                                  userData: userData)
             } else {
                 let channel = item["channel"]!.stringValue!
-                ours = try PusherAuthorizer.sign(PusherAuthRequest(connectionID: socketID, channel: channel, vendor: .pusher),
+                ours = try PusherAuth.sign(PusherAuthRequest(connectionID: socketID, channel: channel, vendor: .pusher),
                                                  key: PusherLive.key, secret: PusherLive.secret,
                                                  presenceData: answer["channel_data"]?.stringValue, userData: nil)
                 #expect(ours.channelData == answer["channel_data"]?.stringValue)
@@ -143,7 +143,7 @@ struct PusherPeerTests {
         defer { session.disconnect() }
         let replies = Locked<[RealtimeEvent]>([])
         session.channel("private-room").on("client-reply") { event in replies.withLock { $0.append(event) } }
-        let roster = session.presence("presence-room")
+        let roster = try session.presence("presence-room")
         try await session.connect()
         _ = try await session.channel("private-room").subscribed()
         _ = try await session.channel("presence-room").subscribed()
@@ -166,7 +166,7 @@ struct PusherPeerTests {
         #expect(!peer.output.contains { $0["type"] == "error" })
     }
 
-    @Test("the HTTP endpoint authorizer: form POST with headers and params to an SDK-backed endpoint; 403 is typed")
+    @Test("the HTTP endpoint auth: form POST with headers and params to an SDK-backed endpoint; 403 is typed")
     func httpEndpoint() async throws {
         let auth = try PusherPythonPeer(["auth-server", PusherLive.key, PusherLive.secret])
         defer { auth.stop() }
@@ -174,13 +174,15 @@ struct PusherPeerTests {
         let port = try #require(auth.lines.first { $0.hasPrefix("READY ") }.flatMap { Int($0.dropFirst(6)) })
         let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
         func session(token: String) -> RealtimeSession {
-            let endpoint = PusherAuthorizer.endpoint(URL(string: "http://127.0.0.1:\(port)/pusher/auth")!,
-                                                     userURL: URL(string: "http://127.0.0.1:\(port)/pusher/user-auth")!,
-                                                     headers: [HTTPHeader("Authorization", "Bearer \(token)")],
-                                                     params: ["team": "blue"])
-            return RealtimeSession(dialect: .pusher(key: PusherLive.key, authorizer: endpoint, host: "127.0.0.1",
-                                                    port: server.port, reconnectPolicy: PusherLive.policy),
-                                   transport: PusherLive.transport, options: SessionOptions(connectTimeout: .seconds(3)))
+            let endpoint = PusherAuth.endpoint(URL(string: "http://127.0.0.1:\(port)/pusher/auth")!,
+                                               userURL: URL(string: "http://127.0.0.1:\(port)/pusher/user-auth")!,
+                                               headers: [HTTPHeader("Authorization", "Bearer \(token)")],
+                                               params: ["team": "blue"])
+            return RealtimeSession(dialect: .pusher(key: PusherLive.key, auth: endpoint, host: "127.0.0.1",
+                                                    port: server.port),
+                                   transport: PusherLive.transport,
+                                   options: SessionOptions(reconnectPolicy: PusherLive.policy,
+                                                           connectTimeout: .seconds(3)))
         }
         let good = session(token: "ok")
         defer { good.disconnect() }

@@ -250,6 +250,8 @@ struct SocketIOScenarioTests {
             #expect(reasons.first == .serverRequest(reason: "Engine.IO close"))
         }
         // python-socketio's CONNECT ack carries the namespace's sid; the second one is a resubscription.
+        // Lifecycle events arrive on the delivery queue, possibly after the state read above.
+        #expect(await eventually(timeout: .seconds(15)) { lifecycle.withLock { $0 }.count >= 2 })
         let confirmations = lifecycle.withLock { $0 }.compactMap { kind -> SubscriptionInfo? in
             if case .subscribed(let info) = kind { info } else { nil }
         }

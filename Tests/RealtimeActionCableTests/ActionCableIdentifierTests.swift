@@ -64,7 +64,7 @@ struct ActionCableIdentifierTests {
         let calls = Locked(0)
         let dialect = ActionCableDialect.actionCable(
             url: URL(string: "ws://127.0.0.1:3000/cable?x=1")!, headers: [HTTPHeader("X-App", "1")],
-            credentials: {
+            auth: .provider {
                 let call = calls.withLock { $0 += 1; return $0 }
                 return .init(headers: [HTTPHeader("Authorization", "Bearer valid-\(call)")],
                              queryItems: [URLQueryItem(name: "token", value: "valid-\(call)")])
@@ -85,9 +85,9 @@ struct ActionCableIdentifierTests {
     func credentialsErrors() async throws {
         struct Broken: Error {}
         let plain = ActionCableDialect.actionCable(url: URL(string: "ws://127.0.0.1/cable")!,
-                                                   credentials: { throw Broken() })
+                                                   auth: .provider { throw Broken() })
         let refusing = ActionCableDialect.actionCable(url: URL(string: "ws://127.0.0.1/cable")!,
-                                                      credentials: { throw RealtimeError(.connectionRefused, "expired") })
+                                                      auth: .provider { throw RealtimeError(.connectionRefused, "expired") })
         for (dialect, code) in [(plain, RealtimeError.Code.operationFailed), (refusing, .connectionRefused)] {
             guard case .deferred(let prepare) = dialect.connectionRequest(attempt: 0) else {
                 Issue.record("expected a deferred plan")

@@ -8,8 +8,10 @@ struct MachineDriver {
     var machine: ActionCableMachine
     var actions: [DialectAction] = []
 
-    init(guarantor: ActionCableDialect.SubscriptionGuarantor = .init(interval: .milliseconds(500), maximumAttempts: 3)) {
-        machine = ActionCableDialect(url: URL(string: "ws://127.0.0.1:3000/cable")!, guarantor: guarantor).makeMachine()
+    init(guarantor: ActionCableDialect.SubscriptionGuarantor = .init(interval: .milliseconds(500), maximumAttempts: 3),
+         eventNameKeys: [String] = ActionCableDialect.defaultEventNameKeys) {
+        machine = ActionCableDialect(url: URL(string: "ws://127.0.0.1:3000/cable")!, guarantor: guarantor,
+                                     eventNameKeys: eventNameKeys).makeMachine()
     }
 
     mutating func open(subprotocol: String? = "actioncable-v1-json") -> [DialectAction] {
@@ -182,6 +184,90 @@ struct ActionCableMachineTests {
         }
         // Still pending: no confirm came, so nothing was marked subscribed.
         #expect(driver.fire(guarantorEcho42).sentTexts == [subscribeEcho42])
+    }
+
+    /// The events delivered for one broadcast of `message` (JSON text) on echo42.
+    private static func broadcastEvents(_ message: String, keys: [String] = ActionCableDialect.defaultEventNameKeys)
+        -> [RealtimeEvent] {
+        var driver = MachineDriver(eventNameKeys: keys)
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        return driver.receive(#"{"identifier":\#(quoted(echo42ID)),"message":\#(message)}"#).delivered
+    }
+
+    @Test("a broadcast is named by its event, type or action member, in that order, else \"message\"",
+          arguments: [
+              (#"{"event":"order-updated","id":7}"#, "order-updated"),
+              (#"{"type":"typing"}"#, "typing"),
+              (#"{"action":"speak","from":"alice"}"#, "speak"),
+              (#"{"action":"a","type":"t","event":"e"}"#, "e"),
+              (#"{"action":"a","type":"t"}"#, "t"),
+              (#"{"event":1,"type":null,"action":"speak"}"#, "speak"),   // only string members name
+              (#"{"event":"","action":"speak"}"#, "speak"),              // an empty name is no name
+              (#"{"event":{"name":"x"}}"#, "message"),
+              (#"{"data":{"event":"nested"}}"#, "message"),             // nested members do not count
+              (#"{"text":"hi"}"#, "message"),
+              (#""order-updated""#, "message"),                         // a string broadcast is not a name
+              (#"[{"event":"x"}]"#, "message"),
+              ("42", "message"),
+              ("null", "message"),
+          ])
+    func eventNameFromMessage(message: String, name: String) throws {
+        let events = Self.broadcastEvents(message)
+        #expect(events.map(\.name) == [name])
+        // The whole broadcast stays the data, name member included, and rawData is the server's text.
+        #expect(events.first?.data == (try JSONValue.parse(message)))
+        #expect(events.first?.rawData == message)
+        #expect(events.first?.channel == echo42)
+    }
+
+    @Test("eventNameKeys replaces the default order; [] names every broadcast \"message\"")
+    func configuredEventNameKeys() {
+        let both = #"{"kind":"k","event":"e","type":"t"}"#
+        #expect(Self.broadcastEvents(both, keys: ["kind"]).map(\.name) == ["k"])
+        #expect(Self.broadcastEvents(both, keys: ["type", "event"]).map(\.name) == ["t"])
+        #expect(Self.broadcastEvents(#"{"event":"e"}"#, keys: ["kind"]).map(\.name) == ["message"])
+        #expect(Self.broadcastEvents(both, keys: []).map(\.name) == ["message"])
+        #expect(Self.broadcastEvents(both, keys: []).first?.data == ["kind": "k", "event": "e", "type": "t"])
+    }
+
+    @Test("the dialect's options reach the machine: default keys, and keys set on either constructor")
+    func eventNameKeysOption() {
+        let url = URL(string: "ws://127.0.0.1:3000/cable")!
+        #expect(ActionCableDialect(url: url).eventNameKeys == ["event", "type", "action"])
+        #expect(ActionCableDialect.actionCable(url: url).eventNameKeys == ActionCableDialect.defaultEventNameKeys)
+        for dialect in [ActionCableDialect(url: url, eventNameKeys: ["kind"]),
+                        .actionCable(url: url, eventNameKeys: ["kind"])] {
+            var machine = dialect.makeMachine()
+            var actions: [DialectAction] = []
+            machine.connectionOpened(TransportOpenInfo(subprotocol: ActionCableDialect.protocolName), actions: &actions)
+            machine.received(.text(#"{"type":"welcome"}"#), actions: &actions)
+            machine.handle(.subscribe(echo42), actions: &actions)
+            actions = []
+            machine.received(.text(#"{"identifier":\#(quoted(echo42ID)),"message":{"kind":"k","event":"e"}}"#),
+                             actions: &actions)
+            #expect(actions.delivered.map(\.name) == ["k"])
+        }
+    }
+
+    @Test("liveness: Rails' 3 s beat and 3 s of grace by default; set values replace them; .disabled checks nothing")
+    func livenessOption() {
+        let url = URL(string: "ws://127.0.0.1:3000/cable")!
+        let cases: [(ActionCableDialect, LivenessRule)] = [
+            (.actionCable(url: url), .serverPings(interval: .seconds(3), grace: .seconds(3))),
+            (.actionCable(url: url, liveness: Liveness(pingTimeout: .seconds(10))),
+             .serverPings(interval: .seconds(3), grace: .seconds(10))),
+            (ActionCableDialect(url: url, liveness: Liveness(pingInterval: .seconds(5), pingTimeout: .seconds(1))),
+             .serverPings(interval: .seconds(5), grace: .seconds(1))),
+            (.actionCable(url: url, liveness: .disabled), LivenessRule.none),
+        ]
+        for (dialect, rule) in cases {
+            var machine = dialect.makeMachine()
+            var actions: [DialectAction] = []
+            machine.connectionOpened(TransportOpenInfo(subprotocol: ActionCableDialect.protocolName), actions: &actions)
+            machine.received(.text(#"{"type":"welcome"}"#), actions: &actions)
+            #expect(actions.livenessRules == [rule])
+        }
     }
 
     @Test("a message key spelled with escapes still delivers, with rawData re-serialized")

@@ -56,11 +56,12 @@ final class CableHarness: Sendable {
     static let testPolicy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(30),
                                             jitter: .none)
 
-    init(dialect: ActionCableDialect = .actionCable(url: URL(string: "ws://127.0.0.1:3000/cable")!,
-                                                    reconnectPolicy: CableHarness.testPolicy),
+    init(dialect: ActionCableDialect = .actionCable(url: URL(string: "ws://127.0.0.1:3000/cable")!),
+         policy: ReconnectPolicy = CableHarness.testPolicy,
          server: @escaping @Sendable (InMemoryPeer) -> Void = { FakeCable().attach($0) }) {
         session = RealtimeSession(dialect: dialect, transport: transport,
-                                  options: SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(7)))
+                                  options: SessionOptions(delivery: .inline, reconnectPolicy: policy, clock: clock,
+                                                          randomSource: .seeded(7)))
         transport.onOpen(server)
         session.onAny { [events] event in events.withLock { $0.append(event) } }
         session.onError { [errors] error in errors.withLock { $0.append(error) } }
@@ -96,6 +97,23 @@ struct ActionCableSessionTests {
         harness.peers[0].send(text: #"{"type":"ping","message":1796219807}"#)
         #expect(seen.withLock { $0 } == [["from": "alice", "text": "hi"]])
         #expect(harness.events.withLock { $0.count } == 1)
+    }
+
+    @Test("handlers written for Socket.IO and Pusher fire: {\"event\":\"x\"} reaches on(\"x\"), a string on(\"message\")")
+    func portableEventNames() async throws {
+        let harness = CableHarness()
+        let room = harness.session.channel(echo42)
+        let named = Locked<[JSONValue]>([])
+        let plain = Locked<[JSONValue]>([])
+        room.on("order-updated") { event in named.withLock { $0.append(event.data) } }
+        room.on("message") { event in plain.withLock { $0.append(event.data) } }
+        try await harness.session.connect()
+        try await room.subscribed()
+        harness.peers[0].send(text: #"{"identifier":\#(quoted(echo42ID)),"message":{"event":"order-updated","id":7}}"#)
+        harness.peers[0].send(text: #"{"identifier":\#(quoted(echo42ID)),"message":"plain text"}"#)
+        #expect(named.withLock { $0 } == [["event": "order-updated", "id": 7]])
+        #expect(plain.withLock { $0 } == ["plain text"])
+        #expect(harness.events.withLock { $0.map(\.name) } == ["order-updated", "message"])
     }
 
     @Test("a broadcast that beats the confirm is delivered, not dropped")
@@ -192,6 +210,60 @@ struct ActionCableSessionTests {
         #expect(room.state == .subscribed(recovered: nil))
     }
 
+    @Test("liveness: a longer pingTimeout waits longer for the beat; .disabled turns the monitor off")
+    func livenessOption() async throws {
+        let url = URL(string: "ws://127.0.0.1:3000/cable")!
+        let patient = CableHarness(dialect: .actionCable(url: url, liveness: Liveness(pingTimeout: .seconds(20))))
+        try await patient.session.connect()
+        patient.clock.advance(by: .milliseconds(22_999))
+        #expect(patient.session.state == .connected)
+        patient.clock.advance(by: .milliseconds(1))
+        #expect(patient.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: .livenessTimeout))
+        #expect(patient.errors.withLock { $0.map(\.code) } == [.livenessTimeout])
+
+        let unmonitored = CableHarness(dialect: .actionCable(url: url, liveness: .disabled))
+        try await unmonitored.session.connect()
+        unmonitored.clock.advance(by: .seconds(3_600))
+        #expect(unmonitored.session.state == .connected)
+        #expect(unmonitored.peers.count == 1)
+        #expect(unmonitored.errors.withLock { $0 }.isEmpty)
+    }
+
+    @Test("restartDelay set on .actionCable is the least wait after server_restart")
+    func restartDelayOption() async throws {
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 2, maximumDelay: .seconds(30), jitter: .none)
+        let harness = CableHarness(dialect: .actionCable(url: URL(string: "ws://127.0.0.1:3000/cable")!,
+                                                         restartDelay: .seconds(2)),
+                                   policy: policy)
+        try await harness.session.connect()
+        harness.peers[0].send(text: #"{"type":"disconnect","reason":"server_restart","reconnect":true}"#)
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(2), reason: .serverRestart))
+        harness.clock.advance(by: .milliseconds(1_999))
+        #expect(harness.peers.count == 1)
+        harness.clock.advance(by: .milliseconds(1))
+        #expect(harness.peers.count == 2)
+    }
+
+    @Test("auth: .value adds the same headers and query items to every attempt, with no asynchronous step")
+    func fixedAuth() async throws {
+        let credentials = ActionCableDialect.Credentials(headers: [HTTPHeader("Authorization", "Bearer valid-ann")],
+                                                         queryItems: [URLQueryItem(name: "v", value: "1")])
+        let dialect = ActionCableDialect.actionCable(url: URL(string: "ws://127.0.0.1:3000/cable")!,
+                                                     auth: .value(credentials))
+        guard case .ready(let request) = dialect.connectionRequest(attempt: 3) else {
+            Issue.record("a fixed credential needs no asynchronous step")
+            return
+        }
+        #expect(request.headers == [HTTPHeader("Authorization", "Bearer valid-ann")])
+        #expect(request.url.absoluteString == "ws://127.0.0.1:3000/cable?v=1")
+        let harness = CableHarness(dialect: dialect)
+        try await harness.session.connect()
+        harness.peers[0].drop()
+        harness.clock.advance(by: .seconds(1))
+        let second = await harness.transport.peer(1)
+        #expect(second.request.headers == [HTTPHeader("Authorization", "Bearer valid-ann")])
+    }
+
     @Test("unauthorized is terminal: the session fails with .connectionRefused and never reconnects")
     func unauthorized() async throws {
         let harness = CableHarness(server: { peer in
@@ -213,8 +285,7 @@ struct ActionCableSessionTests {
     @Test("server_restart reconnects after the backoff (never under 500 ms) and re-subscribes")
     func serverRestart() async throws {
         let policy = ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 2, maximumDelay: .seconds(30), jitter: .none)
-        let harness = CableHarness(dialect: .actionCable(url: URL(string: "ws://127.0.0.1:3000/cable")!,
-                                                         reconnectPolicy: policy))
+        let harness = CableHarness(policy: policy)
         let room = harness.session.channel(echo42)
         try await harness.session.connect()
         harness.peers[0].send(text: #"{"type":"disconnect","reason":"server_restart","reconnect":true}"#)
@@ -311,11 +382,10 @@ struct ActionCableSessionTests {
         let calls = Locked(0)
         let dialect = ActionCableDialect.actionCable(
             url: URL(string: "ws://127.0.0.1:3000/cable")!,
-            credentials: {
+            auth: .provider {
                 let call = calls.withLock { $0 += 1; return $0 }
                 return .init(headers: [HTTPHeader("Authorization", "Bearer valid-\(call)")])
-            },
-            reconnectPolicy: CableHarness.testPolicy)
+            })
         let harness = CableHarness(dialect: dialect)
         try await harness.session.connect()
         harness.peers[0].drop()

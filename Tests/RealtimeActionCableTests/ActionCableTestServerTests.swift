@@ -34,9 +34,10 @@ final class TestServerClient: Sendable {
     init(_ server: ActionCableTestServer, token: String?, clock: ManualClock = ManualClock(), origin: String? = nil) {
         self.clock = clock
         let url = URL(string: "ws://127.0.0.1:3000/cable" + (token.map { "?token=\($0)" } ?? ""))!
-        session = RealtimeSession(dialect: .actionCable(url: url, origin: origin, reconnectPolicy: CableHarness.testPolicy),
+        session = RealtimeSession(dialect: .actionCable(url: url, origin: origin),
                                   transport: transport,
-                                  options: SessionOptions(delivery: .inline, clock: clock))
+                                  options: SessionOptions(delivery: .inline, reconnectPolicy: CableHarness.testPolicy,
+                                                          clock: clock))
         server.attach(to: transport)
         session.onAny { [events] event in events.withLock { $0.append(event) } }
     }

@@ -21,7 +21,7 @@ struct PusherErrorMachineTests {
         #expect(attributed.delivered.first?.channel == "news")
         #expect(attributed.delivered.first?.rawData == #"{"message":"x","code":4302}"#)
 
-        var bird = PusherDriver(.bird(appKey: "k", host: "localhost"))
+        var bird = PusherDriver(.bird(key: "k", host: "localhost"))
         bird.establish("conn-1", vendor: "bird", idKey: "connection_id")
         let birdError = bird.receive(#"{"event":"bird:error","data":{"message":"no","code":4009}}"#)
         #expect(birdError.delivered.map(\.name) == ["bird:error"])
@@ -54,7 +54,7 @@ struct PusherErrorMachineTests {
                                      ("bird", "bird_internal:subscription_error"),
                                      ("bird", "bird:subscription_error")] {
             var driver = vendor == "bird"
-                ? PusherDriver(.bird(appKey: "k", authorizer: .inline(secret: "s"), host: "localhost"))
+                ? PusherDriver(.bird(key: "k", auth: .inline(secret: "s"), host: "localhost"))
                 : PusherDriver()
             if vendor == "bird" {
                 driver.establish("conn-1", vendor: "bird", idKey: "connection_id")
@@ -98,7 +98,7 @@ struct PusherErrorMachineTests {
 
     @Test("an authorizer failure gives the channel an AuthError subscription_error with the HTTP status")
     func authorizerFailureEvent() async {
-        var driver = PusherDriver(.pusher(key: "k", authorizer: .custom { _ in
+        var driver = PusherDriver(.pusher(key: "k", auth: .provider { _ in
             throw RealtimeError(.authorizationFailed, "HTTP 403", context: .init(httpStatus: 403))
         }, host: "127.0.0.1"))
         driver.establish()
@@ -116,7 +116,7 @@ struct PusherErrorMachineTests {
 
     @Test("sign-in failures are .signInFailed with the cause kept, never a channel or connection error")
     func signInFailuresTyped() async {
-        var driver = PusherDriver(.pusher(key: "k", authorizer: .custom { request in
+        var driver = PusherDriver(.pusher(key: "k", auth: .provider { request in
             guard request.channel == nil else { return PusherAuthorization(auth: "k:sig") }
             throw RealtimeError(.authorizationFailed, "HTTP 401", context: .init(httpStatus: 401, detail: "expired"))
         }, host: "127.0.0.1"))
@@ -157,13 +157,13 @@ struct PusherErrorSessionTests {
     func refusedThenAccepted() async throws {
         // The first signature for private-room is wrong, every later one right.
         let asked = Locked(0)
-        let harness = PusherHarness(authorizer: .custom { request in
+        let harness = PusherHarness(auth: .provider { request in
             let count = asked.withLock { count -> Int in
                 count += 1
                 return count
             }
             let secret = count == 1 ? "wrong" : FakePusher.secret
-            return try PusherAuthorizer.sign(request, key: FakePusher.key, secret: secret, presenceData: nil,
+            return try PusherAuth.sign(request, key: FakePusher.key, secret: secret, presenceData: nil,
                                              userData: nil)
         })
         let room = harness.session.channel("private-room")
@@ -196,11 +196,11 @@ struct PusherErrorSessionTests {
     @Test("a re-sign-in that fails after a reconnect goes to onSignInError, typed; the connection stays up")
     func signInErrorObserver() async throws {
         let fail = Locked(false)
-        let harness = PusherHarness(authorizer: .custom { request in
+        let harness = PusherHarness(auth: .provider { request in
             if request.channel == nil, fail.withLock({ $0 }) {
                 throw RealtimeError(.authorizationFailed, "HTTP 403", context: .init(httpStatus: 403))
             }
-            return try PusherAuthorizer.sign(request, key: FakePusher.key, secret: FakePusher.secret,
+            return try PusherAuth.sign(request, key: FakePusher.key, secret: FakePusher.secret,
                                              presenceData: nil, userData: #"{"id":"7"}"#)
         })
         let signInErrors = Locked<[RealtimeError]>([])

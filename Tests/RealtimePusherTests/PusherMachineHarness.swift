@@ -8,10 +8,10 @@ struct PusherDriver {
     var machine: PusherMachine
     var actions: [DialectAction] = []
 
-    init(_ dialect: PusherDialect = .pusher(key: "app-key", authorizer: .inline(secret: "secret",
-                                                                                   presenceData: #"{"user_id":"7"}"#,
-                                                                                   userData: #"{"id":"7"}"#),
-                                             host: "127.0.0.1", port: 6001)) {
+    init(_ dialect: PusherDialect = .pusher(key: "app-key", auth: .inline(secret: "secret",
+                                                                          presenceData: #"{"user_id":"7"}"#,
+                                                                          userData: #"{"id":"7"}"#),
+                                            host: "127.0.0.1", port: 6001)) {
         machine = dialect.makeMachine()
     }
 

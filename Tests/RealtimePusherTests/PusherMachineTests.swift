@@ -22,19 +22,19 @@ struct PusherMachineTests {
 
     @Test("Bird: connection_id, pings without data, and a handshake without an id is refused for good")
     func birdHandshake() {
-        var driver = PusherDriver(.bird(appKey: "k", host: "localhost"))
+        var driver = PusherDriver(.bird(key: "k", host: "localhost"))
         let actions = driver.establish("conn-1", activity: 60, vendor: "bird", idKey: "connection_id")
         #expect(actions.connectedIDs == ["conn-1"])
         #expect(actions.livenessRules == [.clientPings(idle: .seconds(60), timeout: .seconds(30),
                                                        ping: .text(#"{"event":"bird:ping"}"#))])
         #expect(driver.receive(#"{"event":"bird:ping"}"#).sentTexts == [#"{"event":"bird:pong"}"#])
         // Bird's server value replaces the client's 120 s even when it is longer.
-        var longServer = PusherDriver(.bird(appKey: "k", host: "localhost"))
+        var longServer = PusherDriver(.bird(key: "k", host: "localhost"))
         #expect(longServer.establish("conn-2", activity: 300, vendor: "bird", idKey: "connection_id")
                     .livenessRules == [.clientPings(idle: .seconds(300), timeout: .seconds(30),
                                                     ping: .text(#"{"event":"bird:ping"}"#))])
 
-        var wrong = PusherDriver(.bird(appKey: "k", host: "localhost"))
+        var wrong = PusherDriver(.bird(key: "k", host: "localhost"))
         let refused = wrong.establish("1.1", vendor: "bird", idKey: "socket_id")
         #expect(refused.connectedIDs.isEmpty)
         #expect(refused.contains { if case .close(4001, _) = $0 { return true } else { return false } })
@@ -87,7 +87,7 @@ struct PusherMachineTests {
         let count = driver.receive(#"{"event":"pusher_internal:subscription_count","channel":"c","data":"{\"subscription_count\":3}"}"#)
         #expect(count.delivered.map(\.name) == ["pusher:subscription_count"])
         #expect(count.delivered.first?.data == ["subscription_count": 3])
-        var bird = PusherDriver(.bird(appKey: "k", host: "localhost"))
+        var bird = PusherDriver(.bird(key: "k", host: "localhost"))
         bird.establish("conn-1", vendor: "bird", idKey: "connection_id")
         let birdCount = bird.receive(#"{"event":"bird_internal:connection_count","channel":"c","data":"5"}"#)
         #expect(birdCount.delivered.map(\.name) == ["bird:connection_count"])
@@ -169,7 +169,7 @@ struct PusherSubscriptionTests {
     @Test("the documented example: key 278d…, secret 7ad3…, socket 1234.1234 signs private-foobar as documented")
     func documentedExample() async {
         var driver = PusherDriver(.pusher(key: "278d425bdf160c739803",
-                                          authorizer: .inline(secret: "7ad3773142a6692b25b8"), host: "127.0.0.1"))
+                                          auth: .inline(secret: "7ad3773142a6692b25b8"), host: "127.0.0.1"))
         driver.establish()
         let after = await driver.runWork(driver.handle(.subscribe("private-foobar")))
         #expect(after.sentTexts.first?.contains(
@@ -179,7 +179,7 @@ struct PusherSubscriptionTests {
     @Test("presence sends channel_data byte-for-byte as signed, and the snapshot names 'me' with string ids")
     func presence() async {
         let identity = #"{"user_id": 7, "user_info": {"name": "Ann"}}"#
-        var driver = PusherDriver(.pusher(key: "app-key", authorizer: .inline(secret: "secret", presenceData: identity),
+        var driver = PusherDriver(.pusher(key: "app-key", auth: .inline(secret: "secret", presenceData: identity),
                                           host: "127.0.0.1"))
         driver.establish()
         let after = await driver.runWork(driver.handle(.subscribe("presence-room")))
@@ -210,7 +210,7 @@ struct PusherSubscriptionTests {
     @Test("Bird presence uses member_data and member_id")
     func birdPresence() async {
         let identity = #"{"member_id":"me"}"#
-        var driver = PusherDriver(.bird(appKey: "k", authorizer: .inline(secret: "secret", presenceData: identity),
+        var driver = PusherDriver(.bird(key: "k", auth: .inline(secret: "secret", presenceData: identity),
                                         host: "localhost"))
         driver.establish("conn-1", vendor: "bird", idKey: "connection_id")
         let after = await driver.runWork(driver.handle(.subscribe("presence-room")))
@@ -252,7 +252,7 @@ struct PusherSubscriptionTests {
 
     @Test("authorizer failures fail the channel with the authorizer's error and the channel attached")
     func authorizerFails() async {
-        var driver = PusherDriver(.pusher(key: "k", authorizer: .custom { _ in
+        var driver = PusherDriver(.pusher(key: "k", auth: .provider { _ in
             throw RealtimeError(.authorizationFailed, "HTTP 403", context: .init(httpStatus: 403))
         }, host: "127.0.0.1"))
         driver.establish()
@@ -288,7 +288,7 @@ struct PusherSubscriptionTests {
     func refusedNames() {
         var driver = PusherDriver()
         driver.establish()
-        var bird = PusherDriver(.bird(appKey: "k", authorizer: .inline(secret: "s"), host: "localhost"))
+        var bird = PusherDriver(.bird(key: "k", auth: .inline(secret: "s"), host: "localhost"))
         bird.establish("conn-1", vendor: "bird", idKey: "connection_id")
         #expect(bird.handle(.subscribe("private-encrypted-x")).failures.first?.1.code == .unsupported)
         #expect(driver.handle(.subscribe("#server-to-user-1")).failures.first?.1.code == .invalidArgument)
@@ -322,7 +322,7 @@ struct PusherSubscriptionTests {
     func urls() {
         #expect(PusherDialect.pusher(key: "abc", cluster: "eu").url.absoluteString
                 == "wss://ws-eu.pusher.com/app/abc?protocol=7&client=realtime-swift&version=\(PusherDialect.libraryVersion)")
-        #expect(PusherDialect.bird(appKey: "a b", region: "eu1").url.absoluteString
+        #expect(PusherDialect.bird(key: "a b", cluster: "eu1").url.absoluteString
                 == "wss://ws-eu1.realtime.platform.bird.com/app/a%20b?protocol=7&client=realtime-swift&version=\(PusherDialect.libraryVersion)")
         #expect(PusherDialect.pusher(key: "k", host: "127.0.0.1", port: 6001).url.absoluteString.hasPrefix("ws://127.0.0.1:6001/app/k?"))
         #expect(PusherDialect.pusher(key: "k", host: "example.com", port: 6001).url.scheme == "wss")
@@ -336,13 +336,13 @@ struct PusherEncryptedTests {
 
     static func driver() -> PusherDriver {
         PusherDriver(.pusher(key: "278d425bdf160c739803",
-                             authorizer: .inline(secret: "7ad3773142a6692b25b8", encryptionMasterKey: masterKey),
+                             auth: .inline(secret: "7ad3773142a6692b25b8", encryptionMasterKey: masterKey),
                              host: "127.0.0.1"))
     }
 
     @Test("the vectors: auth signature, shared secret, and the event opens to its plaintext")
     func vectors() async {
-        #expect(PusherAuthorizer.sharedSecret(channel: "private-encrypted-foobar", masterKey: Self.masterKey)
+        #expect(PusherAuth.sharedSecret(channel: "private-encrypted-foobar", masterKey: Self.masterKey)
                 == "/fXNISfW5oYPsxk0w2Unhmf4ryxyOUewExp5ih8r70k=")
         var driver = Self.driver()
         driver.establish()
@@ -414,7 +414,7 @@ struct PusherSigninTests {
     @Test("Bird sign-in uses member_data, cid::member::data and a user-channel subscribe without auth")
     func birdSignin() async {
         let identity = #"{"member_id":"me"}"#
-        var driver = PusherDriver(.bird(appKey: "k", authorizer: .inline(secret: "7ad3773142a6692b25b8", userData: identity),
+        var driver = PusherDriver(.bird(key: "k", auth: .inline(secret: "7ad3773142a6692b25b8", userData: identity),
                                         host: "localhost"))
         driver.establish("conn-1", vendor: "bird", idKey: "connection_id")
         let sent = await driver.runWork(driver.handle(.custom(name: "signin", payload: .null, RequestID(2)))).sentTexts
@@ -441,7 +441,7 @@ struct PusherSigninTests {
         _ = driver.machine.connectionEnded(TransportClosure(.closedByPeer(code: 4200, reason: "")))
         #expect(driver.establish("2.2").works.isEmpty)
 
-        var noUser = PusherDriver(.pusher(key: "k", authorizer: .inline(secret: "s"), host: "127.0.0.1"))
+        var noUser = PusherDriver(.pusher(key: "k", auth: .inline(secret: "s"), host: "127.0.0.1"))
         noUser.establish()
         let failed = await noUser.runWork(noUser.handle(.custom(name: "signin", payload: .null, RequestID(3))))
         if case .failure(let error)? = failed.resolutions.first?.1 {

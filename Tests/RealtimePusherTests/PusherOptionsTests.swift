@@ -18,13 +18,13 @@ struct PusherOptionsTests {
         #expect(PusherDialect.pusher(key: "k", host: "localhost").url.scheme == "ws")
         #expect(PusherDialect.pusher(key: "k", host: "192.168.1.20").url.scheme == "wss")
         #expect(PusherDialect.pusher(key: "k", host: "127.0.0.1", useTLS: true).url.scheme == "wss")
-        #expect(PusherDialect.bird(appKey: "k", host: "::1", useTLS: true).url.scheme == "wss")
+        #expect(PusherDialect.bird(key: "k", host: "::1", useTLS: true).url.scheme == "wss")
         // An IPv6 literal gets its brackets (it used to give no URL at all).
         #expect(PusherDialect.pusher(key: "k", host: "::1", port: 6001).url.absoluteString.hasPrefix("ws://[::1]:6001/app/k?"))
         let lan = PusherDialect.pusher(key: "k", host: "192.168.1.20", port: 6001, useTLS: false)
         #expect(lan.url.absoluteString.hasPrefix("ws://192.168.1.20:6001/app/k?"))
         #expect(Self.request(lan)?.allowsInsecureTransportToRemoteHosts == false)
-        let allowed = PusherDialect.bird(appKey: "k", host: "192.168.1.20", useTLS: false,
+        let allowed = PusherDialect.bird(key: "k", host: "192.168.1.20", useTLS: false,
                                          allowsInsecureTransportToRemoteHosts: true)
         #expect(allowed.url.scheme == "ws")
         #expect(Self.request(allowed)?.allowsInsecureTransportToRemoteHosts == true)
@@ -47,13 +47,12 @@ struct PusherOptionsTests {
         else { Issue.record("expected failed, got \(session.state)") }
     }
 
-    @Test("activityTimeout, pongTimeout and connectTimeout reach the machine and the request from both constructors")
+    @Test("liveness (pingInterval, pingTimeout) reaches the machine from both constructors")
     func timeouts() {
-        for dialect in [PusherDialect.pusher(key: "k", host: "127.0.0.1", activityTimeout: .seconds(50),
-                                             pongTimeout: .seconds(7), connectTimeout: .seconds(4)),
-                        PusherDialect.bird(appKey: "k", host: "127.0.0.1", activityTimeout: .seconds(50),
-                                           pongTimeout: .seconds(7), connectTimeout: .seconds(4))] {
-            #expect(Self.request(dialect)?.connectTimeout == .seconds(4))
+        let liveness = Liveness(pingInterval: .seconds(50), pingTimeout: .seconds(7))
+        for dialect in [PusherDialect.pusher(key: "k", host: "127.0.0.1", liveness: liveness),
+                        PusherDialect.bird(key: "k", host: "127.0.0.1", liveness: liveness)] {
+            #expect(dialect.liveness == liveness)
             var driver = PusherDriver(dialect)
             let bird = dialect.vendor == .bird
             // The server asks for 120 s: Pusher keeps the smaller 50 s, Bird takes the server's.
@@ -66,6 +65,47 @@ struct PusherOptionsTests {
             #expect(idle == (bird ? .seconds(120) : .seconds(50)))
             #expect(timeout == .seconds(7))
         }
+    }
+
+    @Test("liveness: unset values are 120 s and 30 s; .disabled sends no pings and checks nothing")
+    func livenessDefaultsAndDisabled() {
+        var automatic = PusherDriver(.pusher(key: "k", host: "127.0.0.1"))
+        guard case .clientPings(let idle, let timeout, _)? = automatic.establish(activity: 500).livenessRules.first else {
+            Issue.record("no client pings by default")
+            return
+        }
+        #expect(idle == .seconds(120) && timeout == .seconds(30))
+        var onlyTimeout = PusherDriver(.pusher(key: "k", host: "127.0.0.1", liveness: Liveness(pingTimeout: .seconds(4))))
+        guard case .clientPings(let idle2, let timeout2, _)? = onlyTimeout.establish(activity: 60).livenessRules.first else {
+            Issue.record("no client pings with a pingTimeout")
+            return
+        }
+        #expect(idle2 == .seconds(60) && timeout2 == .seconds(4))
+        for dialect in [PusherDialect.pusher(key: "k", host: "127.0.0.1", liveness: .disabled),
+                        PusherDialect.bird(key: "k", host: "127.0.0.1", liveness: .disabled)] {
+            var driver = PusherDriver(dialect)
+            let actions = driver.establish(bird(dialect) ? "c-1" : "1.1", vendor: dialect.vendor.name,
+                                           idKey: dialect.vendor.connectionIDKey)
+            #expect(actions.livenessRules == [LivenessRule.none])
+            #expect(actions.contains { if case .connected = $0 { true } else { false } })
+        }
+    }
+
+    private func bird(_ dialect: PusherDialect) -> Bool { dialect.vendor == .bird }
+
+    @Test("a silent link with liveness .disabled stays connected on the session")
+    func livenessDisabledOnTheSession() async throws {
+        let clock = ManualClock()
+        let transport = InMemoryTransport(autoAccept: false)
+        let server = FakePusher()
+        transport.onOpen { server.attach($0) }
+        let session = RealtimeSession(dialect: .pusher(key: FakePusher.key, host: "127.0.0.1", port: 6001, liveness: .disabled),
+                                      transport: transport, options: SessionOptions(delivery: .inline, clock: clock))
+        try await session.connect()
+        clock.advance(by: .seconds(3_600))
+        #expect(session.state == .connected)
+        #expect(transport.peers.count == 1)
+        #expect(!transport.peers[0].receivedTexts.contains { $0.contains("pusher:ping") })
     }
 }
 
@@ -99,7 +139,7 @@ struct PusherTLSRetryTests {
     @Test("machine: 4000 over wss from the start, and Bird's 4000 over ws, are final at once")
     func finalCases() {
         for dialect in [PusherDialect.pusher(key: "k", host: "127.0.0.1", useTLS: true),
-                        PusherDialect.bird(appKey: "k", host: "127.0.0.1")] {
+                        PusherDialect.bird(key: "k", host: "127.0.0.1")] {
             var machine = dialect.makeMachine()
             var request = PusherOptionsTests.request(dialect)!
             machine.willOpen(&request)
@@ -132,10 +172,11 @@ struct PusherTLSRetryTests {
             }
         }
         let dialect: PusherDialect = vendor == .bird
-            ? .bird(appKey: FakePusher.key, host: "127.0.0.1", port: 6001, reconnectPolicy: PusherHarness.policy)
-            : .pusher(key: FakePusher.key, host: "127.0.0.1", port: 6001, reconnectPolicy: PusherHarness.policy)
+            ? .bird(key: FakePusher.key, host: "127.0.0.1", port: 6001)
+            : .pusher(key: FakePusher.key, host: "127.0.0.1", port: 6001)
         let session = RealtimeSession(dialect: dialect, transport: transport,
-                                      options: SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(3)))
+                                      options: SessionOptions(delivery: .inline, reconnectPolicy: PusherHarness.policy,
+                                                              clock: clock, randomSource: .seeded(3)))
         return (session, transport, clock)
     }
 
@@ -178,7 +219,7 @@ struct PusherUserDataFetcherTests {
     @Test("presence and sign-in identities come from the fetcher, per vendor; private channels never ask it")
     func identities() async throws {
         let asked = Locked(0)
-        let authorizer = PusherAuthorizer.inlineFetching(secret: "secret") {
+        let authorizer = PusherAuth.inlineFetching(secret: "secret") {
             asked.withLock { $0 += 1 }
             return PresenceMember(id: "u1", info: ["n": 1])
         }
@@ -203,10 +244,10 @@ struct PusherUserDataFetcherTests {
     @Test("the fetcher runs again after a reconnect: a new identity joins the presence channel")
     func dynamicAcrossReconnects() async throws {
         let identity = Locked("first")
-        let harness = PusherHarness(authorizer: .inlineFetching(secret: FakePusher.secret) {
+        let harness = PusherHarness(auth: .inlineFetching(secret: FakePusher.secret) {
             PresenceMember(id: identity.withLock { $0 })
         })
-        let roster = harness.session.presence("presence-room")
+        let roster = try harness.session.presence("presence-room")
         try await harness.session.connect()
         await eventually("joined") { roster.myID == "first" }
         identity.withLock { $0 = "second" }
@@ -220,7 +261,7 @@ struct PusherUserDataFetcherTests {
     @Test("a fetcher that throws fails the channel with operationFailed, and sign-in with signInFailed")
     func fetcherThrows() async throws {
         struct Offline: Error {}
-        let harness = PusherHarness(authorizer: .inlineFetching(secret: FakePusher.secret) { throw Offline() })
+        let harness = PusherHarness(auth: .inlineFetching(secret: FakePusher.secret) { throw Offline() })
         let room = harness.session.channel("presence-room")
         try await harness.session.connect()
         await #expect(throws: RealtimeError.self) { _ = try await room.subscribed() }

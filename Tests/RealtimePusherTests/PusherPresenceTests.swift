@@ -61,7 +61,7 @@ struct PusherRosterTests {
     @Test("memberAdded/memberRemoved handlers and the roster survive removeAllHandlers and off(event); app handlers do not")
     func survivesRemoveAllHandlers() async throws {
         let harness = PusherHarness()
-        let roster = harness.session.presence("presence-room")
+        let roster = try harness.session.presence("presence-room")
         let joined = Locked<[PresenceMember]>([])
         let left = Locked<[PresenceMember]>([])
         roster.onMemberAdded { member in joined.withLock { $0.append(member) } }
@@ -95,7 +95,7 @@ struct PusherRosterTests {
     @Test("roster.off(id:) stops one member handler and leaves the other")
     func offStopsOne() async throws {
         let harness = PusherHarness()
-        let roster = harness.session.presence("presence-room")
+        let roster = try harness.session.presence("presence-room")
         let first = Locked(0)
         let second = Locked(0)
         let id = roster.onMemberAdded { _ in first.withLock { $0 += 1 } }
@@ -111,7 +111,7 @@ struct PusherRosterTests {
     @Test("updates: the roster now, then every change; the sequence ends when the roster is released")
     func updatesSequence() async throws {
         let harness = PusherHarness()
-        var roster: PusherPresenceRoster? = harness.session.presence("presence-room")
+        var roster: PusherPresenceRoster? = try harness.session.presence("presence-room")
         var updates = try #require(roster?.updates.makeAsyncIterator())
         try await harness.session.connect()
         await eventually("members") { roster?.count == 2 }

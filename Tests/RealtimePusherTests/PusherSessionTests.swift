@@ -63,12 +63,12 @@ final class PusherHarness: Sendable {
 
     static let policy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(30), jitter: .none)
 
-    init(authorizer: PusherAuthorizer? = .inline(secret: FakePusher.secret, presenceData: #"{"user_id":"7"}"#,
-                                                 userData: #"{"id":"7"}"#)) {
-        let dialect = PusherDialect.pusher(key: FakePusher.key, authorizer: authorizer, host: "127.0.0.1", port: 6001,
-                                           reconnectPolicy: Self.policy)
+    init(auth: PusherAuth? = .inline(secret: FakePusher.secret, presenceData: #"{"user_id":"7"}"#,
+                                     userData: #"{"id":"7"}"#)) {
+        let dialect = PusherDialect.pusher(key: FakePusher.key, auth: auth, host: "127.0.0.1", port: 6001)
         session = RealtimeSession(dialect: dialect, transport: transport,
-                                  options: SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(3)))
+                                  options: SessionOptions(delivery: .inline, reconnectPolicy: Self.policy, clock: clock,
+                                                          randomSource: .seeded(3)))
         let server = FakePusher()
         transport.onOpen { server.attach($0) }
         session.onError { [errors] error in errors.withLock { $0.append(error) } }
@@ -116,7 +116,7 @@ struct PusherSessionTests {
 
     @Test("a bad signature fails the channel through the channel-less error; the session stays up")
     func badSignature() async throws {
-        let harness = PusherHarness(authorizer: .inline(secret: "wrong"))
+        let harness = PusherHarness(auth: .inline(secret: "wrong"))
         let room = harness.session.channel("private-room")
         try await harness.session.connect()
         await #expect(throws: RealtimeError.self) { _ = try await room.subscribed() }
@@ -128,7 +128,7 @@ struct PusherSessionTests {
     @Test("presence roster: members with 'me', cleared when the connection drops, refilled after")
     func presenceRoster() async throws {
         let harness = PusherHarness()
-        let roster = harness.session.presence("presence-room")
+        let roster = try harness.session.presence("presence-room")
         try await harness.session.connect()
         await eventually("members") { roster.members.count == 2 }
         #expect(roster.members.myID == "7")
@@ -144,7 +144,7 @@ struct PusherSessionTests {
     @Test("presence roster: empty after leave() (no event says so), refilled when joined again")
     func presenceRosterAfterLeave() async throws {
         let harness = PusherHarness()
-        let roster = harness.session.presence("presence-room")
+        let roster = try harness.session.presence("presence-room")
         let room = harness.session.channel("presence-room")
         try await harness.session.connect()
         await eventually("members") { roster.members.count == 2 }

@@ -6,8 +6,9 @@ import RealtimeCore
 struct MachineHarness {
     var machine: SocketIOMachine
 
-    init(auth: SocketIOAuth? = nil, limits: SocketIODialect.Limits = .init()) {
-        machine = SocketIODialect(url: URL(string: "http://127.0.0.1:3000")!, auth: auth, limits: limits)
+    init(auth: SocketIOAuth? = nil, limits: SocketIODialect.Limits = .init(), liveness: Liveness = .automatic) {
+        machine = SocketIODialect(url: URL(string: "http://127.0.0.1:3000")!, auth: auth, limits: limits,
+                                  liveness: liveness)
             .makeMachine()
     }
 

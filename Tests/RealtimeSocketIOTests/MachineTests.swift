@@ -7,12 +7,28 @@ import Testing
 struct MachineEngineIOTests {
     @Test func openPacketConnectsAndSetsLiveness() {
         var harness = MachineHarness()
-        let opened = harness.opened()
-        #expect(opened.startedTimers == [SocketIOMachine.handshakeTimer])
+        // The wait for the open packet is the session's connect timeout, not a timer of the machine's.
+        #expect(harness.opened().startedTimers.isEmpty)
         let actions = harness.receive(MachineHarness.openPacket)
         #expect(actions.connectedIDs == ["eio-sid"])
         #expect(actions.livenessRules == [.serverPings(interval: .seconds(1), grace: .seconds(2))])
-        #expect(actions.contains { if case .cancelTimer(SocketIOMachine.handshakeTimer) = $0 { true } else { false } })
+    }
+
+    @Test("liveness: values set on the dialect replace the handshake's, one by one; .disabled checks nothing")
+    func livenessOverrides() {
+        let cases: [(Liveness, LivenessRule)] = [
+            (Liveness(pingInterval: .seconds(5), pingTimeout: .seconds(7)), .serverPings(interval: .seconds(5), grace: .seconds(7))),
+            (Liveness(pingTimeout: .seconds(9)), .serverPings(interval: .seconds(1), grace: .seconds(9))),
+            (Liveness(pingInterval: .seconds(4)), .serverPings(interval: .seconds(4), grace: .seconds(2))),
+            (.disabled, .none),
+        ]
+        for (liveness, rule) in cases {
+            var harness = MachineHarness(liveness: liveness)
+            #expect(harness.connect().livenessRules == [rule], "\(liveness)")
+            // Pings are answered whatever the check does.
+            #expect(harness.receive("2").sentTexts == ["3"])
+        }
+        #expect(SocketIODialect.socketIO(url: URL(string: "http://h")!, liveness: .disabled).liveness == .disabled)
     }
 
     @Test func answersServerPingsWithPongs() {
@@ -28,7 +44,7 @@ struct MachineEngineIOTests {
         for text in ["3probe", "5", "6"] {
             #expect(harness.receive(text).isEmpty, "\(text)")
         }
-        #expect(harness.opened().startedTimers.count == 1)
+        #expect(harness.opened().startedTimers.isEmpty)
         #expect(harness.receive("6").isEmpty)  // a noop may precede the open packet after an upgrade
     }
 
@@ -54,18 +70,6 @@ struct MachineEngineIOTests {
             harness.connect()
             #expect(harness.machine.connectionEnded(closure) == .backoff(minimum: .zero))
         }
-    }
-
-    @Test func handshakeTimeoutCloses() {
-        var harness = MachineHarness()
-        _ = harness.opened()
-        let actions = harness.fire(SocketIOMachine.handshakeTimer)
-        #expect(actions.reportedErrors.map(\.code) == [.connectTimedOut])
-        #expect(actions.closes.count == 1)
-
-        var connected = MachineHarness()
-        connected.connect()
-        #expect(connected.fire(SocketIOMachine.handshakeTimer).isEmpty)
     }
 
     @Test func garbageIsAParseErrorThatCloses() {
@@ -539,12 +543,11 @@ struct DialectTests {
     @Test func websocketRequest() throws {
         let dialect = SocketIODialect.socketIO(url: URL(string: "https://api.example.com")!,
                                                headers: [HTTPHeader("X-App", "1")],
-                                               queryItems: [URLQueryItem(name: "room", value: "a b")],
-                                               connectTimeout: .seconds(7))
+                                               queryItems: [URLQueryItem(name: "room", value: "a b")])
         let request = try dialect.makeConnectionRequest()
         #expect(request.url.absoluteString == "wss://api.example.com/socket.io/?room=a%20b&EIO=4&transport=websocket")
         #expect(request.headers == [HTTPHeader("X-App", "1")])
-        #expect(request.connectTimeout == .seconds(7))
+        #expect(request.allowsInsecureTransportToRemoteHosts == false)
         #expect(dialect.defaultChannels == ["/"])
         #expect(dialect.name == "socket.io")
     }

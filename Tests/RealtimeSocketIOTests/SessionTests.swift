@@ -154,4 +154,29 @@ struct SessionTests {
         #expect(session.connectionID == "eio-1")
         session.disconnect()
     }
+
+    @Test("SessionOptions.connectTimeout bounds the wait for the Engine.IO open packet and the transport's opening")
+    func connectTimeoutBoundsTheHandshake() async throws {
+        let clock = ManualClock()
+        // Accepts the upgrade and never sends the open packet.
+        let transport = InMemoryTransport(autoAccept: false) { peer in peer.accept() }
+        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "http://127.0.0.1:1")!), transport: transport,
+                                      options: SessionOptions(delivery: .inline, connectTimeout: .seconds(7),
+                                                              clock: clock, randomSource: .seeded(1)))
+        let errors = Locked<[RealtimeError]>([])
+        session.onError { error in errors.withLock { $0.append(error) } }
+        session.start()
+        let peer = await transport.peer(0)
+        #expect(peer.request.connectTimeout == .seconds(7))
+        clock.advance(by: .milliseconds(6_999))
+        #expect(session.state == .connecting)
+        #expect(errors.withLock { $0 }.isEmpty)
+        clock.advance(by: .milliseconds(1))
+        #expect(errors.withLock { $0.map(\.code) } == [.connectTimedOut])
+        guard case .reconnecting = session.state else {
+            Issue.record("expected reconnecting, got \(session.state)")
+            return
+        }
+        session.disconnect()
+    }
 }

@@ -44,9 +44,8 @@ public struct PusherMachine: DialectMachine {
 
     private let vendor: PusherVendor
     private let key: String
-    private let authorizer: PusherAuthorizer?
-    private let activityTimeout: Duration
-    private let pongTimeout: Duration
+    private let authorizer: PusherAuth?
+    private let liveness: Liveness
 
     private var connectionID: String?
     /// Subscriptions of the current connection, by channel name.
@@ -70,13 +69,11 @@ public struct PusherMachine: DialectMachine {
     /// A close 4000 over `ws` switched this session to `wss`, for good: a second 4000 is final.
     private var switchedToTLS = false
 
-    init(vendor: PusherVendor, key: String, authorizer: PusherAuthorizer?, activityTimeout: Duration,
-         pongTimeout: Duration) {
+    init(vendor: PusherVendor, key: String, authorizer: PusherAuth?, liveness: Liveness) {
         self.vendor = vendor
         self.key = key
         self.authorizer = authorizer
-        self.activityTimeout = activityTimeout
-        self.pongTimeout = pongTimeout
+        self.liveness = liveness
     }
 
     // MARK: Connection
@@ -255,12 +252,17 @@ public struct PusherMachine: DialectMachine {
             return
         }
         connectionID = id
-        var idle = activityTimeout
-        if let seconds = data["activity_timeout"]?.doubleValue, seconds > 0 {
-            let server = Duration.milliseconds(Int64(seconds * 1000))
-            idle = vendor.serverActivityTimeoutOverrides ? server : min(idle, server)
+        if liveness.isEnabled {
+            var idle = liveness.pingInterval ?? PusherDialect.defaultPingInterval
+            if let seconds = data["activity_timeout"]?.doubleValue, seconds > 0 {
+                let server = Duration.milliseconds(Int64(seconds * 1000))
+                idle = vendor.serverActivityTimeoutOverrides ? server : min(idle, server)
+            }
+            let timeout = liveness.pingTimeout ?? PusherDialect.defaultPingTimeout
+            actions.append(.liveness(.clientPings(idle: idle, timeout: timeout, ping: vendor.control("ping"))))
+        } else {
+            actions.append(.liveness(.none))
         }
-        actions.append(.liveness(.clientPings(idle: idle, timeout: pongTimeout, ping: vendor.control("ping"))))
         actions.append(.connected(id: id))
         if signinArmed { startSignin(actions: &actions) }
     }
@@ -389,7 +391,8 @@ public struct PusherMachine: DialectMachine {
             members["data"] = message.arguments.first ?? .object([:])
             actions.append(.send(.text(JSONValue.object(members).serialized())))
         case .request(_, let id):
-            actions.append(.resolveRequest(id, .failure(.unsupported("requests (acknowledgements)"))))
+            actions.append(.resolveRequest(id, .failure(.unsupported("request", dialect: vendor.name,
+                                                                     needs: "Socket.IO (acknowledgements)"))))
         case .custom(let name, _, let id):
             guard name == Self.signinCommand else {
                 actions.append(.resolveRequest(id, .failure(.unsupported("the command '\(name)'"))))
@@ -423,7 +426,8 @@ public struct PusherMachine: DialectMachine {
             return
         }
         guard let authorizer else {
-            fail(channel, RealtimeError(.authorizationFailed, "\(name) needs an authorizer, and the dialect has none",
+            fail(channel, RealtimeError(.authorizationFailed,
+                                        "\(name) needs a signature, and the dialect has no auth (PusherAuth)",
                                         context: .init(channel: channel)), actions: &actions)
             return
         }
@@ -440,7 +444,7 @@ public struct PusherMachine: DialectMachine {
     private static let signinWork = "pusher.signin"
 
     /// Runs the authorizer; the answer travels as JSON together with the connection id it was asked for.
-    private static func authorizationJSON(_ authorizer: PusherAuthorizer, _ request: PusherAuthRequest,
+    private static func authorizationJSON(_ authorizer: PusherAuth, _ request: PusherAuthRequest,
                                           key: String) async throws(RealtimeError) -> JSONValue {
         let answer = try await authorizer.authorize(request, key: key)
         var members: [String: JSONValue] = ["auth": .string(answer.auth),
@@ -479,7 +483,7 @@ public struct PusherMachine: DialectMachine {
     private mutating func signin(_ id: RequestID, actions: inout [DialectAction]) {
         guard authorizer != nil else {
             actions.append(.resolveRequest(id, .failure(RealtimeError(
-                .signInFailed, "sign-in needs an authorizer, and the dialect has none"))))
+                .signInFailed, "sign-in needs a signature, and the dialect has no auth (PusherAuth)"))))
             return
         }
         if let pending = signinRequest {

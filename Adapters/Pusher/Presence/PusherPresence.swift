@@ -103,7 +103,7 @@ public struct PusherMembers: Sendable, Hashable {
 /// made later fills at the next subscribe.
 ///
 /// ```swift
-/// let room = session.presence("presence-room")
+/// let room = try session.presence("presence-room")
 /// room.onMemberAdded { member in print("joined:", member.id, member.info) }
 /// for await members in room.updates { print(members.count, "here; me:", members.me?.id ?? "?") }
 /// ```
@@ -235,8 +235,11 @@ public final class PusherPresenceRoster: Sendable {
 extension RealtimeSession {
     /// Tracks the members of the presence channel `channel` (and holds the channel). `onChange` runs on the
     /// delivery queue after every change. Keep the roster alive as long as you read it.
+    ///
+    /// Throws `.unsupported` on a session of another dialect (presence rosters are Pusher's and Bird's).
     public func presence(_ channel: ChannelID,
-                         onChange: (@Sendable (PusherMembers) -> Void)? = nil) -> PusherPresenceRoster {
-        PusherPresenceRoster(session: self, channel: self.channel(channel), onChange: onChange)
+                         onChange: (@Sendable (PusherMembers) -> Void)? = nil) throws -> PusherPresenceRoster {
+        try requireDialect(PusherDialect.self, for: "presence", needs: "Pusher or Bird", channel: channel)
+        return PusherPresenceRoster(session: self, channel: self.channel(channel), onChange: onChange)
     }
 }

@@ -19,14 +19,16 @@ public struct PusherSignedInUser: Sendable, Hashable {
 }
 
 extension RealtimeSession {
-    /// Signs the user in (`pusher:signin` / `bird:signin`) with the dialect's authorizer, and returns the
-    /// identity once the server confirms. Sign-in stays armed: it runs again after every reconnect, and
+    /// Signs the user in (`pusher:signin` / `bird:signin`) with the dialect's ``PusherAuth``, and returns
+    /// the identity once the server confirms. Sign-in stays armed: it runs again after every reconnect, and
     /// a later failure goes to ``onSignInError(_:)`` (and `onError`), never failing the connection.
     ///
-    /// Throws `.signInFailed` when the authorizer fails or the server refuses, `.unsupported` on a
-    /// session of another dialect, `.connectionClosed` when the connection drops before the answer.
+    /// Throws `.signInFailed` when the authorizer fails or the server refuses, `.connectionClosed` when the
+    /// connection drops before the answer, and `.unsupported` at once, without waiting for a connection,
+    /// on a session of another dialect.
     @discardableResult
     public func signIn(timeout: Duration? = nil) async throws -> PusherSignedInUser {
+        try requireDialect(PusherDialect.self, for: "signIn", needs: "Pusher or Bird")
         let answer = try await dialectCommand(PusherMachine.signinCommand, timeout: timeout)
         guard let data = answer.first,
               let id = (data["id"] ?? data["member_id"]).flatMap(PusherMachine.idString) else {

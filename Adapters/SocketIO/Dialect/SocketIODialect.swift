@@ -2,7 +2,8 @@ import Foundation
 import RealtimeCore
 
 /// The Socket.IO v5 dialect over Engine.IO v4: namespaces are channels, `request` uses acks, binary
-/// values (`JSONValue.binary`) travel as attachments.
+/// values (`JSONValue.binary`) travel as attachments. The server's Engine.IO pings keep the link checked
+/// (``liveness``).
 ///
 /// ```swift
 /// let session = RealtimeSession(dialect: .socketIO(url: URL(string: "https://api.example.com")!,
@@ -51,35 +52,37 @@ public struct SocketIODialect: RealtimeDialect {
     public var queryItems: [URLQueryItem]
     /// `[.websocket]`, `[.polling]`, or `[.polling, .websocket]` to start on polling and upgrade.
     public var transports: [Transport]
-    /// The session's reconnect policy unless `SessionOptions.reconnectPolicy` overrides it.
-    public var reconnectPolicy: ReconnectPolicy
-    /// Time allowed for the transport to open and the Engine.IO handshake to arrive.
-    public var connectTimeout: Duration
     /// Namespaces joined as soon as the session connects.
     public var defaultNamespaces: [ChannelID]
+    /// Attachment and buffering bounds.
     public var limits: Limits
     /// Permits `ws://`/`http://` to a host that is not loopback.
     public var allowsInsecureTransportToRemoteHosts: Bool
+    /// The server pings every `pingInterval` and the link is dead after `pingInterval + pingTimeout` without
+    /// a frame; `nil` values take those of the Engine.IO handshake, set ones replace them. `.disabled`
+    /// stops checking (pings are still answered).
+    public var liveness: Liveness
+
+    /// ``defaultReconnectPolicy``, used unless `SessionOptions.reconnectPolicy` sets another.
+    public var reconnectPolicy: ReconnectPolicy { Self.defaultReconnectPolicy }
 
     /// The JS client's defaults: 1 s, doubling, capped at 5 s, randomization 0.5, no attempt limit.
     public static let defaultReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2,
                                                                maximumDelay: .seconds(5),
                                                                jitter: .proportional(0.5))
 
-    /// A dialect for the server at `url`; see ``RealtimeDialect/socketIO(url:path:auth:headers:queryItems:transports:reconnectPolicy:connectTimeout:defaultNamespaces:limits:)``.
+    /// A dialect for the server at `url`; see ``RealtimeDialect/socketIO(url:path:auth:headers:queryItems:transports:defaultNamespaces:limits:allowsInsecureTransportToRemoteHosts:liveness:)``.
     public init(url: URL, path: String = "/socket.io/", auth: SocketIOAuth? = nil, headers: [HTTPHeader] = [],
                 queryItems: [URLQueryItem] = [], transports: [Transport] = [.websocket],
-                reconnectPolicy: ReconnectPolicy = SocketIODialect.defaultReconnectPolicy,
-                connectTimeout: Duration = .seconds(20), defaultNamespaces: [ChannelID]? = nil,
-                limits: Limits = Limits(), allowsInsecureTransportToRemoteHosts: Bool = false) {
+                defaultNamespaces: [ChannelID]? = nil, limits: Limits = Limits(),
+                allowsInsecureTransportToRemoteHosts: Bool = false, liveness: Liveness = .automatic) {
         self.url = url
         self.path = path
         self.auth = auth
         self.headers = headers
         self.queryItems = queryItems
         self.transports = transports.isEmpty ? [.websocket] : transports
-        self.reconnectPolicy = reconnectPolicy
-        self.connectTimeout = connectTimeout
+        self.liveness = liveness
         if let defaultNamespaces {
             self.defaultNamespaces = defaultNamespaces
         } else {
@@ -103,7 +106,7 @@ public struct SocketIODialect: RealtimeDialect {
 
     /// A fresh ``SocketIOMachine``.
     public func makeMachine() -> SocketIOMachine {
-        SocketIOMachine(auth: auth, limits: limits, handshakeTimeout: connectTimeout)
+        SocketIOMachine(auth: auth, limits: limits, liveness: liveness)
     }
 
     /// The transport the connection starts on.
@@ -150,7 +153,7 @@ public struct SocketIODialect: RealtimeDialect {
         guard let requestURL = components.url else {
             throw RealtimeError(.invalidArgument, "cannot build the Socket.IO URL", context: .init(detail: url.absoluteString))
         }
-        return ConnectionRequest(url: requestURL, headers: headers, connectTimeout: connectTimeout,
+        return ConnectionRequest(url: requestURL, headers: headers,
                                  allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts)
     }
 
@@ -207,23 +210,31 @@ extension RealtimeDialect where Self == SocketIODialect {
     ///   - headers: Extra headers for the upgrade and polling requests.
     ///   - queryItems: Extra query items.
     ///   - transports: `[.websocket]` (default), `[.polling]`, or `[.polling, .websocket]` to upgrade.
-    ///   - reconnectPolicy: Defaults to the JS client's (1 s ×2 up to 5 s, randomization 0.5).
-    ///   - connectTimeout: Time for the transport and Engine.IO handshake (20 s, as in JS).
     ///   - defaultNamespaces: Namespaces joined on connect; `nil` means `/` (or the URL's path).
     ///   - limits: Attachment and buffering bounds.
+    ///   - allowsInsecureTransportToRemoteHosts: Permits `ws://`/`http://` to a host that is not loopback.
+    ///   - liveness: The server's Engine.IO pings by default; set values replace the handshake's, and
+    ///     `.disabled` stops checking.
+    ///
+    /// The connect timeout (20 s, as in JS) and the reconnect policy are `SessionOptions`' `connectTimeout`
+    /// and `reconnectPolicy` (`nil`: ``SocketIODialect/defaultReconnectPolicy``, the JS client's 1 s ×2 up to
+    /// 5 s, randomization 0.5).
     public static func socketIO(url: URL, path: String = "/socket.io/", auth: SocketIOAuth? = nil,
                                 headers: [HTTPHeader] = [], queryItems: [URLQueryItem] = [],
                                 transports: [SocketIODialect.Transport] = [.websocket],
-                                reconnectPolicy: ReconnectPolicy = SocketIODialect.defaultReconnectPolicy,
-                                connectTimeout: Duration = .seconds(20), defaultNamespaces: [ChannelID]? = nil,
-                                limits: SocketIODialect.Limits = .init()) -> SocketIODialect {
+                                defaultNamespaces: [ChannelID]? = nil, limits: SocketIODialect.Limits = .init(),
+                                allowsInsecureTransportToRemoteHosts: Bool = false,
+                                liveness: Liveness = .automatic) -> SocketIODialect {
         SocketIODialect(url: url, path: path, auth: auth, headers: headers, queryItems: queryItems,
-                        transports: transports, reconnectPolicy: reconnectPolicy, connectTimeout: connectTimeout,
-                        defaultNamespaces: defaultNamespaces, limits: limits)
+                        transports: transports, defaultNamespaces: defaultNamespaces, limits: limits,
+                        allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts,
+                        liveness: liveness)
     }
 }
 
-/// The payload sent with every namespace CONNECT.
+/// The payload sent with every namespace CONNECT: the `auth:` of
+/// ``RealtimeDialect/socketIO(url:path:auth:headers:queryItems:transports:defaultNamespaces:limits:allowsInsecureTransportToRemoteHosts:liveness:)``,
+/// as `PusherAuth` and `ActionCableAuth` are for the other dialects.
 public enum SocketIOAuth: Sendable, ExpressibleByDictionaryLiteral {
     /// The same payload every time (normally an object such as `["token": "…"]`).
     case value(JSONValue)
@@ -235,4 +246,13 @@ public enum SocketIOAuth: Sendable, ExpressibleByDictionaryLiteral {
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .value(.object(Dictionary(elements, uniquingKeysWith: { _, last in last })))
     }
+}
+
+// MARK: - Old spellings
+
+extension SocketIODialect {
+    /// Moved to `SessionOptions.connectTimeout`, which now bounds every dialect's connection attempt,
+    /// the Engine.IO handshake included.
+    @available(*, unavailable, message: "set SessionOptions.connectTimeout")
+    public var connectTimeout: Duration { .seconds(20) }
 }

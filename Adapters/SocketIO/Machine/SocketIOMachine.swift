@@ -9,7 +9,7 @@ import RealtimeCore
 public struct SocketIOMachine: DialectMachine {
     private let auth: SocketIOAuth?
     private let limits: SocketIODialect.Limits
-    private let handshakeTimeout: Duration
+    private let liveness: Liveness
 
     // Per connection.
     private var handshake: EngineIOHandshake?
@@ -24,7 +24,6 @@ public struct SocketIOMachine: DialectMachine {
     private var recovery: [String: RecoverySession] = [:]
     private var workSerial: UInt64 = 0
 
-    static let handshakeTimer = TimerKey(kind: "engine.io-handshake")
     static let authWork = "socket.io-auth"
 
     private struct RecoverySession {
@@ -55,10 +54,10 @@ public struct SocketIOMachine: DialectMachine {
         }
     }
 
-    init(auth: SocketIOAuth?, limits: SocketIODialect.Limits, handshakeTimeout: Duration) {
+    init(auth: SocketIOAuth?, limits: SocketIODialect.Limits, liveness: Liveness) {
         self.auth = auth
         self.limits = limits
-        self.handshakeTimeout = handshakeTimeout
+        self.liveness = liveness
         self.decoder = SocketIOPacketDecoder(maximumAttachments: limits.maximumAttachments,
                                              maximumAttachmentBytes: limits.maximumAttachmentBytes)
     }
@@ -71,9 +70,10 @@ public struct SocketIOMachine: DialectMachine {
 
     // MARK: - Connection
 
+    /// The Engine.IO open packet is awaited within the session's connect timeout
+    /// (`SessionOptions.connectTimeout`), which runs until the machine reports `.connected`.
     public mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction]) {
         resetConnection()
-        actions.append(.startTimer(Self.handshakeTimer, after: handshakeTimeout))
     }
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
@@ -92,12 +92,8 @@ public struct SocketIOMachine: DialectMachine {
         closeReason = nil
     }
 
-    public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {
-        guard key == Self.handshakeTimer, handshake == nil else { return }
-        let error = RealtimeError(.connectTimedOut, "no Engine.IO open packet within \(handshakeTimeout)")
-        actions.append(.reportError(error))
-        close(reason: "handshake timeout", code: 1000, actions: &actions)
-    }
+    /// The machine starts no timers of its own.
+    public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {}
 
     // MARK: - Frames
 
@@ -131,8 +127,8 @@ public struct SocketIOMachine: DialectMachine {
             }
             let opened = try EngineIOHandshake(json: payload)
             handshake = opened
-            actions.append(.cancelTimer(Self.handshakeTimer))
-            actions.append(.liveness(.serverPings(interval: opened.pingInterval, grace: opened.pingTimeout)))
+            actions.append(.liveness(liveness.serverPings(defaultInterval: opened.pingInterval,
+                                                          defaultTimeout: opened.pingTimeout)))
             actions.append(.connected(id: opened.sid))
             let early = subscribesBeforeOpen
             subscribesBeforeOpen = []

@@ -7,8 +7,8 @@ import Foundation
 import Realtime
 
 let session = RealtimeSession(dialect: .pusher(key: "app-key", cluster: "eu",
-                                               authorizer: .endpoint(URL(string: "https://example.com/pusher/auth")!)))
-let room = session.presence("presence-room")        // members, me, count; kept through removeAllHandlers()
+                                               auth: .endpoint(URL(string: "https://example.com/pusher/auth")!)))
+let room = try session.presence("presence-room")    // members, me, count; kept through removeAllHandlers()
 room.onMemberAdded { member in print("joined:", member.id, member.info) }
 room.onMemberRemoved { member in print("left:", member.id) }
 room.channel.on(PusherEvents.pusher.subscriptionError) { event in print("refused:", event.data) }

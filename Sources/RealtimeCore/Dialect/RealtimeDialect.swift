@@ -6,13 +6,32 @@ import Foundation
 /// the pure state machine that turns frames and commands into ``DialectAction``s. The session engine owns
 /// every side effect: sockets, timers, the reconnect loop, buffering and delivery. A dialect never sleeps,
 /// spawns tasks or opens sockets; asynchronous steps (auth requests) are described as `.perform` actions.
+///
+/// ## One vocabulary
+///
+/// The dialects' constructors (`.pusher`, `.bird`, `.socketIO`, `.actionCable`) spell the same idea the
+/// same way, and each exposes every option of its dialect's full initializer:
+///
+/// | idea | option | Pusher / Bird | Socket.IO | Action Cable |
+/// | --- | --- | --- | --- | --- |
+/// | who the client is | `auth:` | `PusherAuth`: signs private, presence and encrypted channels and sign-in | `SocketIOAuth`: the CONNECT payload of every namespace | `ActionCableAuth`: headers and query items of the upgrade |
+/// | credentials computed on demand | `auth: .provider { … }` | before each signature | before each namespace CONNECT | before each connection attempt |
+/// | the app | `key:`, `cluster:` | app key; Pusher cluster or Bird region | — | — |
+/// | plain text to a remote host | `allowsInsecureTransportToRemoteHosts:` | yes (with `useTLS:`) | yes | yes |
+/// | dead-link detection | `liveness:` (``Liveness``: `pingInterval`, `pingTimeout`, `.disabled`) | client pings | server pings | server pings |
+/// | connect timeout | `SessionOptions.connectTimeout` | — | — | — |
+/// | reconnect policy | `SessionOptions.reconnectPolicy` (`nil`: ``reconnectPolicy``) | — | — | — |
+///
+/// A call that belongs to one dialect throws `RealtimeError` `.unsupported` at once on a session of another,
+/// before anything is queued or waited for: `perform` (Action Cable), `request` (Socket.IO), `signIn()` and
+/// `presence(_:)` (Pusher and Bird).
 public protocol RealtimeDialect: Sendable {
     associatedtype Machine: DialectMachine
 
     /// A short name for logs ("socket.io", "pusher", "actioncable").
     var name: String { get }
 
-    /// The reconnect policy the dialect recommends. `SessionOptions.reconnectPolicy` overrides it.
+    /// The reconnect policy the dialect recommends, used when `SessionOptions.reconnectPolicy` is `nil`.
     var reconnectPolicy: ReconnectPolicy { get }
 
     /// Channels joined as soon as the session connects, before the app asks for any (Socket.IO's `/`).

@@ -20,7 +20,10 @@ public final class RealtimeSession: Sendable {
     let engine: SessionEngine
 
     /// Makes a session; it does not connect until ``connect(timeout:)`` or ``start()``.
-    public init(dialect: some RealtimeDialect, transport: any RealtimeTransport, options: SessionOptions = .init()) {
+    ///
+    /// `dialect` is an existential on purpose: with an opaque parameter, the compiler type-checks a
+    /// trailing closure inside `.socketIO(url:auth: .provider { … })` without its `@Sendable` context.
+    public init(dialect: any RealtimeDialect, transport: any RealtimeTransport, options: SessionOptions = .init()) {
         engine = SessionEngine(dialect: dialect, transport: transport, options: options)
     }
 

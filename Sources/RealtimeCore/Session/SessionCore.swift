@@ -223,6 +223,7 @@ struct SessionCore: Sendable {
             guard phase == .preparing(connection) else { return }
             switch result {
             case .success(var request):
+                request.connectTimeout = connectTimeout
                 machine.willOpen(&request)
                 phase = .opening(connection)
                 effects.append(.log(.debug, "opening \(request.url.absoluteString)"))

@@ -23,7 +23,7 @@ final class SessionEngine: Sendable {
 
     let registry = HandlerRegistry()
     let dialectName: String
-    private let dialect: any RealtimeDialect
+    let dialect: any RealtimeDialect
     private let transport: any RealtimeTransport
     private let clock: any RealtimeClock
     private let delivery: DeliveryTarget

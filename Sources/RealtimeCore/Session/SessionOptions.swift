@@ -45,10 +45,14 @@ public enum RandomSource: Sendable, Hashable {
 public struct SessionOptions: Sendable {
     /// Where handlers run; a private serial queue per session by default.
     public var delivery: DeliveryTarget?
-    /// Overrides the dialect's recommended reconnect policy.
+    /// How the session waits between connection attempts; `nil` uses the dialect's recommendation
+    /// (``RealtimeDialect/reconnectPolicy``, its `defaultReconnectPolicy`). The only place to set it: dialects
+    /// take no reconnect policy of their own.
     public var reconnectPolicy: ReconnectPolicy?
-    /// Time from the start of one attempt until the dialect reports `connected`; a slower attempt fails
-    /// with `.connectTimedOut` and the reconnect policy decides what comes next.
+    /// Time from the start of one attempt until the dialect reports `connected` (credentials, DNS, TCP, TLS,
+    /// the upgrade and the dialect's own handshake); a slower attempt fails with `.connectTimedOut` and the
+    /// reconnect policy decides what comes next. It also bounds the transport's opening. The only place to
+    /// set it: dialects take no connect timeout of their own.
     public var connectTimeout: Duration
     /// How long ``RealtimeSession/connect(timeout:)`` waits, over all its attempts, before it throws
     /// `.connectTimedOut` naming the last failure (a wrong accept key, an untrusted certificate, a refused

@@ -34,7 +34,8 @@ public struct ConnectionRequest: Sendable, Hashable {
     public var subprotocols: [String]
     /// Sent as the `Origin` header when set.
     public var origin: String?
-    /// How long DNS, TCP, TLS and the upgrade may take together.
+    /// How long DNS, TCP, TLS and the upgrade may take together. The session sets it to
+    /// `SessionOptions.connectTimeout` before opening, whatever the dialect put here.
     public var connectTimeout: Duration
     /// Permits `ws://` or `http://` to a host that is not loopback. Off by default: plain text on a
     /// real network exposes every token and message.

@@ -31,7 +31,7 @@ enum ConnectionOptions {
         "auth", "transport",                                                     // Socket.IO
         "key", "cluster", "region", "secret", "user-data", "auth-endpoint",      // Pusher / Bird
         "encryption-master-key",
-        "origin", "param",                                                       // Action Cable
+        "origin", "param", "event-key",                                          // Action Cable
     ]
     static let flags: Set<String> = ["json", "insecure", "verbose", "help"]
 
@@ -51,7 +51,8 @@ enum ConnectionOptions {
         --transport T        websocket (default), polling, or upgrade (polling, then WebSocket)
       pusher / bird:         <url> is ws(s)://host:port (a self-hosted or embedded server); without it, the cloud
         --key K              the app key (or in the url: ws://host:port/app/K)
-        --cluster C          Pusher cluster (default mt1)       --region R   Bird region (default us1)
+        --cluster C          the cluster: Pusher's (default mt1) or Bird's region (default us1; --region R
+                             is the same option)
         --secret S           sign private-, presence- and encrypted channels here, with the app secret
                              (development only: never ship a secret)
         --user-data JSON     with --secret: the presence identity ('{"user_id":"1","user_info":{…}}';
@@ -61,6 +62,9 @@ enum ConnectionOptions {
       actioncable:
         --origin O           the Origin header (default: the url's http(s) origin)
         --param k=v          an identifier parameter added to every channel (v is JSON when it parses)
+        --event-key K        a member of a broadcast that names its event (repeatable, tried in order;
+                             default: event, then type, then action); a broadcast none of them names is
+                             "message"; --event-key '' names every broadcast "message"
     """
 
     /// The channels of `--channel` (and `--param` for Action Cable).
@@ -116,7 +120,10 @@ enum ConnectionOptions {
                                    defaultNamespaces: [], allowsInsecureTransportToRemoteHosts: insecure)
         case .actioncable:
             let url = try requireURL(text, schemes: ["ws", "wss", "http", "https"])
+            let keys = arguments.all("event-key")
             return ActionCableDialect.actionCable(url: url, headers: headers, origin: arguments.value("origin"),
+                                                  eventNameKeys: keys.isEmpty ? ActionCableDialect.defaultEventNameKeys
+                                                                              : keys.filter { !$0.isEmpty },
                                                   allowsInsecureTransportToRemoteHosts: insecure)
         case .pusher, .bird:
             return try pusherDialect(dialect, url: text, arguments, headers: headers)
@@ -151,11 +158,11 @@ enum ConnectionOptions {
             throw UsageError("\(dialect.rawValue) needs --key (or a url ending in /app/<key>)")
         }
         let authorizer = try pusherAuthorizer(vendor, arguments, headers: headers)
+        // --region is Bird's word for the cluster; both are accepted for both vendors.
+        let cluster = arguments.value("cluster") ?? arguments.value("region")
         var made: PusherDialect = dialect == .bird
-            ? .bird(appKey: key, region: arguments.value("region") ?? "us1", authorizer: authorizer, host: host,
-                    port: port)
-            : .pusher(key: key, cluster: arguments.value("cluster") ?? "mt1", authorizer: authorizer, host: host,
-                      port: port)
+            ? .bird(key: key, cluster: cluster ?? "us1", auth: authorizer, host: host, port: port)
+            : .pusher(key: key, cluster: cluster ?? "mt1", auth: authorizer, host: host, port: port)
         if let tls {
             // The url's scheme decides; the transport still refuses ws:// to a remote host without --insecure.
             made.usesTLS = tls
@@ -165,7 +172,7 @@ enum ConnectionOptions {
     }
 
     private static func pusherAuthorizer(_ vendor: PusherVendor, _ arguments: Arguments,
-                                         headers: [HTTPHeader]) throws -> PusherAuthorizer? {
+                                         headers: [HTTPHeader]) throws -> PusherAuth? {
         if let endpoint = arguments.value("auth-endpoint") {
             guard arguments.value("secret") == nil else {
                 throw UsageError("give --secret or --auth-endpoint, not both")

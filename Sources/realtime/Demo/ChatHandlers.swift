@@ -3,8 +3,9 @@ import Realtime
 
 /// The demo's app code: one set of handlers, built once, attached unchanged to a session of every backend.
 ///
-/// Every backend delivers the chat's messages as `"message"` events (Action Cable names every broadcast so),
-/// so the same closure serves all four; only presence needs the dialect's event name.
+/// Every backend delivers the chat's messages as `"message"` events (Action Cable names a broadcast so when
+/// it has no `event`, `type` or `action` member, as the demo's have not), so the same closure serves all four;
+/// only presence needs the dialect's event name.
 struct ChatHandlers: Sendable {
     /// What the handlers saw, one line per call, for the demo's checks.
     let heard = Locked<[String]>([])

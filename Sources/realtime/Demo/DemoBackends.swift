@@ -97,10 +97,10 @@ final class PusherDemo: DemoBackend {
         let identity = JSONValue.object([vendor.memberIDKey: .string(member),
                                          vendor.memberInfoKey: ["name": .string(member)]]).serialized()
         // Signing here with the secret is for development only; an app asks its backend.
-        let authorizer = PusherAuthorizer.inline(secret: server.secret, presenceData: identity)
+        let authorizer = PusherAuth.inline(secret: server.secret, presenceData: identity)
         return vendor == .bird
-            ? .bird(appKey: server.key, authorizer: authorizer, host: "127.0.0.1", port: server.port)
-            : .pusher(key: server.key, authorizer: authorizer, host: "127.0.0.1", port: server.port)
+            ? .bird(key: server.key, auth: authorizer, host: "127.0.0.1", port: server.port)
+            : .pusher(key: server.key, auth: authorizer, host: "127.0.0.1", port: server.port)
     }
 
     func makeSession(_ options: SessionOptions) -> RealtimeSession {

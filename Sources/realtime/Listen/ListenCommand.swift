@@ -19,6 +19,7 @@ enum ListenCommand {
       {"type":"event","channel":"…","event":"…","data":…}     (Socket.IO with several arguments: "args":[…])
       {"type":"error","code":"…","message":"…"}
     Pusher/Bird presence changes arrive as pusher:member_added / pusher:member_removed events (bird:…).
+    Action Cable broadcasts are named by their "event", "type" or "action" member (--event-key), else "message".
     Socket.IO events that ask for an acknowledgement are acknowledged with no arguments.
 
     examples:

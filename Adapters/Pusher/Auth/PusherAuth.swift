@@ -38,10 +38,14 @@ public struct PusherAuthorization: Sendable, Hashable {
     }
 }
 
-/// How private and presence channels and user sign-in get their signatures.
-public enum PusherAuthorizer: Sendable {
-    /// Your own code signs (usually by calling your backend). Throw a `RealtimeError` to choose the code.
-    case custom(@Sendable (PusherAuthRequest) async throws -> PusherAuthorization)
+/// How private and presence channels and user sign-in get their signatures: the `auth:` of
+/// ``RealtimeDialect/pusher(key:cluster:auth:host:port:useTLS:allowsInsecureTransportToRemoteHosts:liveness:)``
+/// and ``RealtimeDialect/bird(key:cluster:auth:host:port:useTLS:allowsInsecureTransportToRemoteHosts:liveness:)``,
+/// as ``SocketIOAuth`` and ``ActionCableAuth`` are for the other dialects.
+public enum PusherAuth: Sendable {
+    /// Your own code signs (usually by calling your backend), asked again for every signature. Throw a
+    /// `RealtimeError` to choose the code.
+    case provider(@Sendable (PusherAuthRequest) async throws -> PusherAuthorization)
     /// `POST`s to your backend: form-encoded for Pusher (`socket_id`, `channel_name`), JSON for Bird
     /// (`connection_id`, `channel_name`), with extra `headers` and `params`. Sign-in goes to `userURL`.
     /// A status outside 200–299 fails with `.authorizationFailed` and `context.httpStatus`.
@@ -63,7 +67,7 @@ public enum PusherAuthorizer: Sendable {
     /// Runs the authorizer for `request`; `key` is the app key that prefixes inline signatures.
     func authorize(_ request: PusherAuthRequest, key: String) async throws(RealtimeError) -> PusherAuthorization {
         switch self {
-        case .custom(let body):
+        case .provider(let body):
             do {
                 return try await body(request)
             } catch let error as RealtimeError {
@@ -157,7 +161,7 @@ public enum PusherAuthorizer: Sendable {
     }
 }
 
-/// The HTTP round-trip of ``PusherAuthorizer/endpoint(_:userURL:headers:params:)``.
+/// The HTTP round-trip of ``PusherAuth/endpoint(_:userURL:headers:params:)``.
 enum PusherAuthEndpoint {
     /// Longest auth response body accepted.
     static let maximumBodyCount = 64 * 1024
@@ -244,3 +248,16 @@ enum PusherAuthEndpoint {
                                    userData: auth.channel == nil ? identity : nil)
     }
 }
+
+extension PusherAuth {
+    /// The old spelling of ``provider(_:)``.
+    @available(*, deprecated, renamed: "provider")
+    public static func custom(_ body: @escaping @Sendable (PusherAuthRequest) async throws -> PusherAuthorization)
+        -> PusherAuth {
+        .provider(body)
+    }
+}
+
+/// The old name of ``PusherAuth``.
+@available(*, deprecated, renamed: "PusherAuth")
+public typealias PusherAuthorizer = PusherAuth
