@@ -55,8 +55,8 @@ def blocks(path):
                 sys.exit(f"{path}:{index + 1}: '<!-- snippet: skip -->' needs a reason")
             yield kind, index - len(body) + 1, body, reason
             pending = None
-        elif line.strip():
-            pending = None
+        elif line.strip() and not line.strip().startswith("<!--"):
+            pending = None  # other HTML comments (a test's marker) keep the pending marker
         index += 1
 
 
