@@ -70,3 +70,30 @@ struct ChannelLifecycleTests {
         #expect(await iterator.next()?.kind == .unsubscribed)
     }
 }
+
+@Suite("Handler ids chosen by the app")
+struct ChosenHandlerIDTests {
+    @Test("one id on two sessions; off(id:) removes it from each; registering it again replaces the handler")
+    func sameIDEverywhere() async throws {
+        let first = EngineHarness()
+        let second = EngineHarness()
+        let id = HandlerID()
+        let heard = Locked<[String]>([])
+        for (name, harness) in [("first", first), ("second", second)] {
+            #expect(harness.session.on("x", id: id) { _ in heard.withLock { $0.append(name) } } == id)
+            try await harness.session.connect()
+        }
+        first.peers[0].send(text: #"{"t":"ev","name":"x"}"#)
+        second.peers[0].send(text: #"{"t":"ev","name":"x"}"#)
+        #expect(heard.withLock { $0 } == ["first", "second"])
+        // Registered again in one session: replaced, not doubled.
+        first.session.on("x", id: id) { _ in heard.withLock { $0.append("first again") } }
+        first.peers[0].send(text: #"{"t":"ev","name":"x"}"#)
+        #expect(heard.withLock { $0 }.suffix(1) == ["first again"])
+        first.session.off(id: id)
+        second.session.off(id: id)
+        first.peers[0].send(text: #"{"t":"ev","name":"x"}"#)
+        second.peers[0].send(text: #"{"t":"ev","name":"x"}"#)
+        #expect(heard.withLock { $0 }.count == 3)
+    }
+}

@@ -89,10 +89,11 @@ public final class HandlerRegistry: Sendable {
     /// roster) that way, so an app clearing its handlers does not silently stop it.
     @discardableResult
     public func add(channel: ChannelID?, event: String?, once: Bool = false, persistent: Bool = false,
-                    _ handler: @escaping EventHandler) -> HandlerID {
-        let id = HandlerID()
+                    id chosen: HandlerID? = nil, _ handler: @escaping EventHandler) -> HandlerID {
+        let id = chosen ?? HandlerID()
         let key = Key(channel: channel, event: event)
         storage.withLock { storage in
+            _ = storage.remove(id)  // a chosen id registered again replaces its earlier registration
             let entry = Entry(id: id, sequence: storage.nextSequence, key: key, once: once, persistent: persistent,
                               handler: handler)
             storage.nextSequence += 1
@@ -112,9 +113,12 @@ public final class HandlerRegistry: Sendable {
 
     /// Adds an error observer.
     @discardableResult
-    public func addErrorObserver(_ handler: @escaping ErrorHandler) -> HandlerID {
-        let id = HandlerID()
-        storage.withLock { $0.errorObservers.append((id, handler)) }
+    public func addErrorObserver(id chosen: HandlerID? = nil, _ handler: @escaping ErrorHandler) -> HandlerID {
+        let id = chosen ?? HandlerID()
+        storage.withLock { storage in
+            _ = storage.remove(id)
+            storage.errorObservers.append((id, handler))
+        }
         return id
     }
 

@@ -118,21 +118,27 @@ public final class RealtimeSession: Sendable {
     // MARK: Handlers
 
     /// Calls `handler` for every event named `event`, on any channel.
+    ///
+    /// - Parameter id: an id you chose, to register one handler set under the same ids on sessions of
+    ///   several backends (``off(id:)`` with it then means the same everywhere). Registering an id again
+    ///   in the same session replaces its earlier handler. `nil` makes a fresh id.
     @discardableResult
-    public func on(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
-        engine.registry.add(channel: nil, event: event, handler)
+    public func on(_ event: String, id: HandlerID? = nil,
+                   perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: nil, event: event, id: id, handler)
     }
 
-    /// Calls `handler` for the next event named `event` only, on any channel.
+    /// Calls `handler` for the next event named `event` only, on any channel. `id`: as in ``on(_:id:perform:)``.
     @discardableResult
-    public func once(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
-        engine.registry.add(channel: nil, event: event, once: true, handler)
+    public func once(_ event: String, id: HandlerID? = nil,
+                     perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: nil, event: event, once: true, id: id, handler)
     }
 
-    /// Calls `handler` for every event.
+    /// Calls `handler` for every event. `id`: as in ``on(_:id:perform:)``.
     @discardableResult
-    public func onAny(perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
-        engine.registry.add(channel: nil, event: nil, handler)
+    public func onAny(id: HandlerID? = nil, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: nil, event: nil, id: id, handler)
     }
 
     /// Removes the handler or observer `id`, wherever it was registered. Safe inside a handler; it takes
@@ -176,9 +182,10 @@ public final class RealtimeSession: Sendable {
     }
 
     /// Observes errors: refused subscriptions, server error messages, the failure that ended the session.
+    /// `id`: as in ``on(_:id:perform:)``.
     @discardableResult
-    public func onError(_ handler: @escaping @Sendable (RealtimeError) -> Void) -> HandlerID {
-        engine.registry.addErrorObserver(handler)
+    public func onError(id: HandlerID? = nil, _ handler: @escaping @Sendable (RealtimeError) -> Void) -> HandlerID {
+        engine.registry.addErrorObserver(id: id, handler)
     }
 
     /// Observes every channel's subscription changes: confirmed (with whether it is a resubscription after
@@ -328,22 +335,26 @@ public struct RealtimeChannel: Sendable {
 
     // MARK: Handlers
 
-    /// Calls `handler` for every event named `event` on this channel.
+    /// Calls `handler` for every event named `event` on this channel. `id`: as in
+    /// ``RealtimeSession/on(_:id:perform:)``.
     @discardableResult
-    public func on(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
-        engine.registry.add(channel: id, event: event, handler)
+    public func on(_ event: String, id handlerID: HandlerID? = nil,
+                   perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: id, event: event, id: handlerID, handler)
     }
 
     /// Calls `handler` for the next event named `event` on this channel only.
     @discardableResult
-    public func once(_ event: String, perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
-        engine.registry.add(channel: id, event: event, once: true, handler)
+    public func once(_ event: String, id handlerID: HandlerID? = nil,
+                     perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: id, event: event, once: true, id: handlerID, handler)
     }
 
     /// Calls `handler` for every event on this channel.
     @discardableResult
-    public func onAny(perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
-        engine.registry.add(channel: id, event: nil, handler)
+    public func onAny(id handlerID: HandlerID? = nil,
+                      perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
+        engine.registry.add(channel: id, event: nil, id: handlerID, handler)
     }
 
     /// Removes the handler `id`.

@@ -29,18 +29,21 @@ struct ChatHandlers: Sendable {
     /// How many calls saw `text`.
     func count(_ text: String) -> Int { heard.withLock { $0.filter { $0.contains(text) }.count } }
 
-    /// The ids one session gave these handlers.
+    /// The ids the handlers are registered under, chosen once: every session gets the same ones, so
+    /// `off(id:)` means the same on every backend.
     struct Registration: Sendable {
-        var message: HandlerID
-        var memberAdded: HandlerID?
-        var failure: HandlerID
+        var message = HandlerID()
+        var memberAdded = HandlerID()
+        var failure = HandlerID()
     }
+    let ids = Registration()
 
-    /// Attaches the set to `session` and its `channel`.
-    func attach(to session: RealtimeSession, channel: RealtimeChannel, presenceEvent: String?) -> Registration {
-        Registration(message: channel.on("message", perform: message),
-                     memberAdded: presenceEvent.map { channel.on($0, perform: memberAdded) },
-                     failure: session.onError(failure))
+    /// Attaches the set to `session` and its `channel`, under ``ids``; returns what the session answered.
+    func attach(to session: RealtimeSession, channel: RealtimeChannel, presenceEvent: String?)
+        -> (message: HandlerID, memberAdded: HandlerID?, failure: HandlerID) {
+        (message: channel.on("message", id: ids.message, perform: message),
+         memberAdded: presenceEvent.map { channel.on($0, id: ids.memberAdded, perform: memberAdded) },
+         failure: session.onError(id: ids.failure, failure))
     }
 }
 

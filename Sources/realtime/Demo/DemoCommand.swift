@@ -61,8 +61,11 @@ enum DemoCommand {
         }
         let channel = session.channel(backend.channel)
         let ids = handlers.attach(to: session, channel: channel, presenceEvent: backend.presenceEvent)
+        let same = ids.message == handlers.ids.message && ids.failure == handlers.ids.failure
+            && (ids.memberAdded == nil || ids.memberAdded == handlers.ids.memberAdded)
         log.line("  handlers attached: message \(ids.message), member joined "
-                 + "\(ids.memberAdded?.description ?? "— (no presence)"), error \(ids.failure)")
+                 + "\(ids.memberAdded?.description ?? "— (no presence)"), error \(ids.failure)"
+                 + (same ? " (the set's own ids)" : " (NOT the set's ids)"))
         let tag = backend.name.lowercased().replacingOccurrences(of: " ", with: "-")
         var results: [DemoOutcome] = []
 
