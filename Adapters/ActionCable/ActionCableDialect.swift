@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The Rails Action Cable dialect (protocol `actioncable-v1-json`, Rails 6.0 through 8.x).
 ///
@@ -103,12 +103,12 @@ public struct ActionCableDialect: RealtimeDialect {
         self.allowsInsecureTransportToRemoteHosts = allowsInsecureTransportToRemoteHosts
     }
 
-    public func makeMachine() -> ActionCableMachine {
+    @_spi(DialectAuthoring) public func makeMachine() -> ActionCableMachine {
         ActionCableMachine(guarantor: guarantor, liveness: .serverPings(interval: pingInterval, grace: staleGrace),
                            restartDelay: restartDelay)
     }
 
-    public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
+    @_spi(DialectAuthoring) public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
         guard let credentials else { return .ready(request(with: Credentials())) }
         return .deferred { [self] in
             do {
@@ -123,7 +123,7 @@ public struct ActionCableDialect: RealtimeDialect {
     }
 
     /// The upgrade request for one attempt with `credentials` applied.
-    public func request(with credentials: Credentials) -> ConnectionRequest {
+    package func request(with credentials: Credentials) -> ConnectionRequest {
         var target = url
         if !credentials.queryItems.isEmpty,
            var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
@@ -138,7 +138,7 @@ public struct ActionCableDialect: RealtimeDialect {
 
     /// Action Cable has no acknowledgements; a send carries at most one JSON object whose members join
     /// `action` (the event name) in the `data` Rails hands to the action method.
-    public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
+    @_spi(DialectAuthoring) public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
         if expectsReply { return .unsupported("acknowledgements") }
         do {
             _ = try ActionCableCommand.actionData(for: message)
