@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// Client → server commands. `identifier` and `data` are JSON *strings* on the wire: Rails answers an
 /// object in `data` with a server-side TypeError and no reply.

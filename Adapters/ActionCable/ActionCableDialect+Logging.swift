@@ -1,9 +1,9 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 extension ActionCableDialect {
     /// Masks every parameter of a channel identifier except the channel class: apps put credentials in
     /// identifiers under names of their own (`{"channel":"RoomChannel","room_key":…}`).
-    public func logDescription(of frame: TransportFrame) -> String {
+    @_spi(DialectAuthoring) public func logDescription(of frame: TransportFrame) -> String {
         guard case .text(let text) = frame, text.utf8.count <= 65_536,
               case .object(var members)? = try? JSONValue.parse(text),
               case .string(let identifierText)? = members["identifier"],

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The Rails Action Cable dialect (protocol `actioncable-v1-json`, Rails 6.0 through 8.x).
 ///
@@ -135,14 +135,14 @@ public struct ActionCableDialect: RealtimeDialect {
         self.liveness = liveness
     }
 
-    public func makeMachine() -> ActionCableMachine {
+    @_spi(DialectAuthoring) public func makeMachine() -> ActionCableMachine {
         ActionCableMachine(guarantor: guarantor,
                            liveness: liveness.serverPings(defaultInterval: Self.defaultPingInterval,
                                                           defaultTimeout: Self.defaultPingTimeout),
                            restartDelay: restartDelay, eventNameKeys: eventNameKeys)
     }
 
-    public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
+    @_spi(DialectAuthoring) public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
         switch auth {
         case nil:
             return .ready(request(with: Credentials()))
@@ -163,7 +163,7 @@ public struct ActionCableDialect: RealtimeDialect {
     }
 
     /// The upgrade request for one attempt with `credentials` applied.
-    public func request(with credentials: Credentials) -> ConnectionRequest {
+    package func request(with credentials: Credentials) -> ConnectionRequest {
         var target = url
         if !credentials.queryItems.isEmpty,
            var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
@@ -177,7 +177,7 @@ public struct ActionCableDialect: RealtimeDialect {
 
     /// Action Cable has no acknowledgements; a send carries at most one JSON object whose members join
     /// `action` (the event name) in the `data` Rails hands to the action method.
-    public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
+    @_spi(DialectAuthoring) public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
         if expectsReply {
             return .unsupported("request", dialect: name, needs: "Socket.IO (acknowledgements)",
                                 channel: message.channel)

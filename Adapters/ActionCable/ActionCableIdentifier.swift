@@ -1,16 +1,16 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// Builds Action Cable subscription identifiers.
 ///
 /// Rails keys a subscription by the identifier string exactly as the client sent it and echoes it back
 /// unchanged, so two key orders of the same object are two different subscriptions. The identifier is built
 /// once per channel, with sorted keys and compact JSON, and incoming frames are routed by that exact string.
-public enum ActionCableIdentifier {
+package enum ActionCableIdentifier {
     /// The identifier for `channel`: `{"channel":<name>, …params}` as compact JSON with sorted keys.
     ///
     /// Throws `.invalidArgument` when the name is empty, when `params` has its own `channel` key (it would
     /// clash with the class name), or when a parameter holds binary data (not expressible in JSON).
-    public static func make(for channel: ChannelID) throws(RealtimeError) -> String {
+    package static func make(for channel: ChannelID) throws(RealtimeError) -> String {
         guard !channel.name.isEmpty else {
             throw RealtimeError(.invalidArgument, "an Action Cable channel needs a class name",
                                 context: .init(channel: channel))

@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The Action Cable state machine for one session: frames and commands in, ``DialectAction``s out.
 ///
@@ -10,7 +10,7 @@ import RealtimeCore
 /// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`.
 /// - A `subscribe` right after an `unsubscribe` of the same identifier waits one guarantor interval,
 ///   because Rails may run the two out of order and lose the subscribe.
-public struct ActionCableMachine: DialectMachine {
+@_spi(DialectAuthoring) public struct ActionCableMachine: DialectMachine {
     private enum Phase: Equatable {
         /// Waiting for the settle delay after an `unsubscribe` of the same identifier.
         case settling

@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 extension RealtimeChannel {
     /// Calls the public method `action` of the Action Cable channel class with `data` (the JS client's

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 /// A puma process serving `Tests/Fixtures/actioncable/config.ru` (Rails Action Cable 6.1, async adapter) on

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 /// The built `realtime` executable run as a user runs it: arguments in, stdout lines and an exit status out.

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 /// `realtime serve` started as a user starts it: its ready line gives the url and credentials.

@@ -1,6 +1,6 @@
 import Foundation
 import Realtime
-import RealtimeSocketIO
+@_spi(DialectAuthoring) import RealtimeSocketIO
 import RealtimeTesting
 import Testing
 

@@ -1,5 +1,9 @@
 import Foundation
 import Realtime
+@_spi(DialectAuthoring) import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeSocketIO
+@_spi(DialectAuthoring) import RealtimePusher
+@_spi(DialectAuthoring) import RealtimeActionCable
 import RealtimeTesting
 import Testing
 

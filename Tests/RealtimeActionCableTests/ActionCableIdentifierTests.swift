@@ -1,6 +1,6 @@
 import Foundation
-import RealtimeActionCable
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeActionCable
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 @Suite("Action Cable identifiers, requests and validation")

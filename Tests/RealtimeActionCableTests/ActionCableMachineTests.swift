@@ -1,6 +1,6 @@
 import Foundation
-@testable import RealtimeActionCable
-import RealtimeCore
+@_spi(DialectAuthoring) @testable import RealtimeActionCable
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 /// The machine on its own: frames and commands in, actions out.

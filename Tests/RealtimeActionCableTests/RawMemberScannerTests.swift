@@ -1,4 +1,4 @@
-@testable import RealtimeActionCable
+@_spi(DialectAuthoring) @testable import RealtimeActionCable
 import Testing
 
 @Suite("Raw member scanner")

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 @Suite("HandlerRegistry")

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 /// Seeded no-crash fuzzing: every input either parses or fails with `.invalidJSON` at an offset

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// A small, fast, seeded generator (SplitMix64) so random tests repeat exactly.
 struct JSONSeededGenerator: RandomNumberGenerator {

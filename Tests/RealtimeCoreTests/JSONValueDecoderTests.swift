@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 /// `JSONValue.decode` reads the tree directly; these tests hold it to what `JSONDecoder` does with

@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 @Suite("HandlerRegistry: persistent (adapter) handlers")

@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import RealtimeTesting
 import Testing
 

@@ -1,4 +1,4 @@
-@testable import RealtimePusher
+@_spi(DialectAuthoring) @testable import RealtimePusher
 import Testing
 
 private func hex(_ text: String) -> [UInt8] {

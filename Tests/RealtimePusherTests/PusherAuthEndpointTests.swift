@@ -2,8 +2,8 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import RealtimePusher
-import RealtimeCore
+@_spi(DialectAuthoring) @testable import RealtimePusher
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 @Suite("Pusher auth endpoint requests and responses")

@@ -1,6 +1,6 @@
 import Foundation
-@testable import RealtimePusher
-import RealtimeCore
+@_spi(DialectAuthoring) @testable import RealtimePusher
+@_spi(DialectAuthoring) import RealtimeCore
 import RealtimeTesting
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
-@testable import RealtimePusher
-import RealtimeCore
+@_spi(DialectAuthoring) @testable import RealtimePusher
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 @Suite("Pusher machine: handshake, liveness and frames")

@@ -1,6 +1,6 @@
 import Foundation
-import RealtimeCore
-@testable import RealtimePusher
+@_spi(DialectAuthoring) import RealtimeCore
+@_spi(DialectAuthoring) @testable import RealtimePusher
 import Testing
 
 /// NaCl's own known answers (tests/core1.c, core2.c, stream.c, stream3.c, secretbox.c and secretbox2.c of

@@ -1,6 +1,6 @@
 import Foundation
-import RealtimeCore
-@testable import RealtimeSocketIO
+@_spi(DialectAuthoring) import RealtimeCore
+@_spi(DialectAuthoring) @testable import RealtimeSocketIO
 
 /// Drives a `SocketIOMachine` with scripted frames and commands and collects its actions.
 struct MachineHarness {

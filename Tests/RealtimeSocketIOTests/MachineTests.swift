@@ -1,6 +1,6 @@
 import Foundation
-import RealtimeCore
-@testable import RealtimeSocketIO
+@_spi(DialectAuthoring) import RealtimeCore
+@_spi(DialectAuthoring) @testable import RealtimeSocketIO
 import Testing
 
 @Suite("Socket.IO machine: Engine.IO")

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 @testable import RealtimeWebSocket
 
 /// SplitMix64: a small seeded generator so random tests repeat exactly.

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 @testable import RealtimeWebSocket
 

@@ -1,6 +1,6 @@
 import COpenSSL
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 @testable import RealtimeWebSocket
 

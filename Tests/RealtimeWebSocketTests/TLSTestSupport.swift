@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 @testable import RealtimeWebSocket
 
 /// Certificates made at test time with the `openssl` CLI in a temporary folder: a trusted CA, a leaf for

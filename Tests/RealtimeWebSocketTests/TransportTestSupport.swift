@@ -3,7 +3,7 @@ import Dispatch
 import Glibc
 #endif
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 @testable import RealtimeWebSocket
 
 /// Collects events from any thread and hands them to a test in order, with a deadline instead of sleeps.

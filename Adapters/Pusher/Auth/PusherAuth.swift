@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// What an authorizer is asked to sign.
 public struct PusherAuthRequest: Sendable, Hashable {

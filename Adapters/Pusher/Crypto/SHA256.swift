@@ -1,10 +1,10 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// SHA-256 (FIPS 180-4), because CryptoKit is not available on Linux and the package takes no dependencies.
 /// Its message buffers are zeroed after use: it hashes key material (encrypted channels' master key).
-public struct SHA256: Sendable {
+package struct SHA256: Sendable {
     /// Bytes in a digest.
-    public static let digestCount = 32
+    package static let digestCount = 32
     private static let blockCount = 64
 
     private static let roundConstants: [UInt32] = [
@@ -23,10 +23,10 @@ public struct SHA256: Sendable {
     private var pending: [UInt8] = []
     private var totalCount: UInt64 = 0
 
-    public init() {}
+    package init() {}
 
     /// Adds `bytes` to the message.
-    public mutating func update(_ bytes: some Sequence<UInt8>) {
+    package mutating func update(_ bytes: some Sequence<UInt8>) {
         for byte in bytes {
             pending.append(byte)
             totalCount &+= 1
@@ -38,7 +38,7 @@ public struct SHA256: Sendable {
     }
 
     /// The digest of everything added; the hasher is spent afterwards.
-    public mutating func finalize() -> [UInt8] {
+    package mutating func finalize() -> [UInt8] {
         let bitCount = totalCount &* 8
         pending.append(0x80)
         if pending.count > 56 {
@@ -61,7 +61,7 @@ public struct SHA256: Sendable {
     }
 
     /// The digest of `bytes`.
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    package static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(bytes)
         return hasher.finalize()
@@ -101,9 +101,9 @@ extension UInt32 {
 }
 
 /// HMAC-SHA256 (RFC 2104), the signature behind Pusher and Bird channel and sign-in auth.
-public enum HMACSHA256 {
+package enum HMACSHA256 {
     /// The MAC of `message` under `key`.
-    public static func authenticationCode(for message: some Sequence<UInt8>, key: some Sequence<UInt8>) -> [UInt8] {
+    package static func authenticationCode(for message: some Sequence<UInt8>, key: some Sequence<UInt8>) -> [UInt8] {
         var keyBytes = Array(key)
         if keyBytes.count > 64 { keyBytes = SHA256.hash(keyBytes) }
         keyBytes += [UInt8](repeating: 0, count: 64 - keyBytes.count)
@@ -117,7 +117,7 @@ public enum HMACSHA256 {
     }
 
     /// The lower-case hex MAC of the UTF-8 of `message` under the UTF-8 of `key`.
-    public static func hex(_ message: String, key: String) -> String {
+    package static func hex(_ message: String, key: String) -> String {
         authenticationCode(for: message.utf8, key: key.utf8).hexString
     }
 }

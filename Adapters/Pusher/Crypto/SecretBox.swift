@@ -1,16 +1,16 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// NaCl `crypto_secretbox_open` (XSalsa20-Poly1305), which Pusher's encrypted channels use.
 /// Only opening is needed by a client; `seal` exists for the embedded test server and tests.
 /// Everything derived from the key (the HSalsa20 subkey, the keystream, the Poly1305 key) is zeroed
 /// before these return.
-public enum SecretBox {
-    public static let keyCount = 32
-    public static let nonceCount = 24
-    public static let tagCount = 16
+package enum SecretBox {
+    package static let keyCount = 32
+    package static let nonceCount = 24
+    package static let tagCount = 16
 
     /// The plaintext of `box` (tag ‖ ciphertext), or `nil` when the tag does not verify.
-    public static func open(_ box: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8]? {
+    package static func open(_ box: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8]? {
         key.withUnsafeBytes { open(box, nonce: nonce, key: $0) }
     }
 
@@ -41,7 +41,7 @@ public enum SecretBox {
     }
 
     /// tag ‖ ciphertext of `plaintext`.
-    public static func seal(_ plaintext: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8] {
+    package static func seal(_ plaintext: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8] {
         precondition(key.count == keyCount && nonce.count == nonceCount, "secretbox key 32 bytes, nonce 24 bytes")
         let stream = key.withUnsafeBytes { XSalsa20(key: $0, nonce: nonce) }
         var keystream = stream.bytes(count: 32 + plaintext.count)

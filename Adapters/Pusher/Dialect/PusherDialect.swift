@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The Pusher Channels protocol (v7), and Bird Realtime which speaks it with other names (``PusherVendor``).
 ///
@@ -78,7 +78,7 @@ public struct PusherDialect: RealtimeDialect {
     }
 
     /// A fresh machine for one session.
-    public func makeMachine() -> PusherMachine {
+    @_spi(DialectAuthoring) public func makeMachine() -> PusherMachine {
         PusherMachine(vendor: vendor, key: key, authorizer: auth, liveness: liveness)
     }
 
@@ -99,12 +99,12 @@ public struct PusherDialect: RealtimeDialect {
     }
 
     /// The same request every attempt: auth happens per channel, after the handshake.
-    public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
+    @_spi(DialectAuthoring) public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
         .ready(ConnectionRequest(url: url, allowsInsecureTransportToRemoteHosts: allowsInsecureTransportToRemoteHosts))
     }
 
     /// Client events only: `client-` names, on private or presence channels, never encrypted ones, no acks.
-    public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
+    @_spi(DialectAuthoring) public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
         if expectsReply {
             return .unsupported("request", dialect: vendor.name, needs: "Socket.IO (acknowledgements)",
                                 channel: message.channel)

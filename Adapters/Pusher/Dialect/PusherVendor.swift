@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// What differs between Pusher Channels and Bird Realtime, which share one wire protocol (v7).
 ///

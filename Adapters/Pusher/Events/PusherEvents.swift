@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The names under which a vendor's system events reach handlers (`channel.on(…)`, `session.on(…)`).
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The Pusher / Bird state machine for one session: frames and commands in, ``DialectAction``s out.
 ///
@@ -13,7 +13,7 @@ import RealtimeCore
 /// - Every `*:error` is also delivered as an event; every refused subscription gives its channel a
 ///   `*:subscription_error` event before it fails.
 /// - A close 4000 over `ws` makes the next attempts use `wss` (Pusher only; one retry, then final).
-public struct PusherMachine: DialectMachine {
+@_spi(DialectAuthoring) public struct PusherMachine: DialectMachine {
     /// The `custom` command name of user sign-in.
     public static let signinCommand = "signin"
     /// Prefix of the per-user channel the server opens after sign-in.

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// A member of a presence channel: its id and the info its identity carried (`user_info` / `member_info`).
 public struct PresenceMember: Sendable, Hashable, Identifiable {

@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// A change in the online state of users on the signed-in user's watchlist (Pusher's
 /// `watchlist_events`; the watchlist is the `watchlist` array of the signed `user_data`).

@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 extension RealtimeError.Code {
     /// A Pusher or Bird user sign-in failed: the authorizer failed or gave no identity, or the server refused

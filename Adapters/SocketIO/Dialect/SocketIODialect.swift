@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The Socket.IO v5 dialect over Engine.IO v4: namespaces are channels, `request` uses acks, binary
 /// values (`JSONValue.binary`) travel as attachments. The server's Engine.IO pings keep the link checked
@@ -100,12 +100,12 @@ public struct SocketIODialect: RealtimeDialect {
     public var defaultChannels: [ChannelID] { defaultNamespaces.map(canonicalChannel) }
 
     /// A namespace always starts with `/` (`""` is `/`), and has no parameters.
-    public func canonicalChannel(_ channel: ChannelID) -> ChannelID {
+    @_spi(DialectAuthoring) public func canonicalChannel(_ channel: ChannelID) -> ChannelID {
         ChannelID(channel.name.hasPrefix("/") ? channel.name : "/" + channel.name)
     }
 
     /// A fresh ``SocketIOMachine``.
-    public func makeMachine() -> SocketIOMachine {
+    @_spi(DialectAuthoring) public func makeMachine() -> SocketIOMachine {
         SocketIOMachine(auth: auth, limits: limits, liveness: liveness)
     }
 
@@ -117,7 +117,7 @@ public struct SocketIODialect: RealtimeDialect {
 
     /// `…/socket.io/?EIO=4&transport=websocket` (or `transport=polling`) plus the extra query items and
     /// headers. Auth is not part of it: Socket.IO v5 sends it in each namespace CONNECT.
-    public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
+    @_spi(DialectAuthoring) public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
         do throws(RealtimeError) {
             return .ready(try makeConnectionRequest())
         } catch {
@@ -163,7 +163,7 @@ public struct SocketIODialect: RealtimeDialect {
     /// where `base` can evaluate a `SecTrust` (`NetworkWebSocketTransport` on Apple platforms); elsewhere
     /// (Linux, whose `URLSession` cannot be given roots or pins) it fails with `.unsupported`: use
     /// `transports: [.websocket]` there.
-    public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport {
+    @_spi(DialectAuthoring) public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport {
         switch initialTransport {
         case .websocket: return base
         case .polling:
@@ -185,7 +185,7 @@ public struct SocketIODialect: RealtimeDialect {
     ]
 
     /// Refuses reserved event names (`.invalidArgument`) and more attachments than the limit (`.limitExceeded`).
-    public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
+    @_spi(DialectAuthoring) public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
         if Self.reservedEventNames.contains(message.event) {
             return RealtimeError(.invalidArgument, "\"\(message.event)\" is a reserved Socket.IO event name",
                                  context: .init(channel: message.channel))

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The seven Engine.IO v4 packet types. The wire form is the ASCII digit of the raw value.
 package enum EngineIOPacketType: UInt8, Sendable, Hashable {

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// Engine.IO v4 long-polling bodies: packets joined by the record separator 0x1E, binary packets written
 /// as `b` followed by base64.

@@ -1,12 +1,12 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// The Socket.IO v5 / Engine.IO v4 state machine for one session: frames and commands in, actions out.
 ///
 /// Per connection it tracks the Engine.IO handshake, each namespace's join (auth, CONNECT, ack), the ack
 /// ids it handed out and the server's unanswered ack requests. Across connections it keeps only the
 /// connection-state-recovery session (`pid` and last offset) of each namespace.
-public struct SocketIOMachine: DialectMachine {
+@_spi(DialectAuthoring) public struct SocketIOMachine: DialectMachine {
     private let auth: SocketIOAuth?
     private let limits: SocketIODialect.Limits
     private let liveness: Liveness

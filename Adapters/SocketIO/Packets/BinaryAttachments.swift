@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// Moves byte buffers out of (and back into) Socket.IO payloads.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// One Socket.IO v5 packet, with binary attachments already restored into `payload` as `.binary`.
 ///

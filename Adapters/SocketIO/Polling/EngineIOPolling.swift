@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// Engine.IO long-polling and the upgrade to WebSocket, as a pure state machine: inputs in, actions out.
 ///

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 #if canImport(Security)
 import Security
 #endif

@@ -18,7 +18,7 @@ public final class ChatTranscript: Sendable {
         }
     }
 
-    private let entries = Locked<[Entry]>([])
+    private let entries = Guarded<[Entry]>([])
     private let onEntry: @Sendable (Entry) -> Void
 
     /// - Parameter onEntry: runs on the session's delivery target after each new entry.

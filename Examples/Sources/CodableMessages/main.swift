@@ -47,8 +47,8 @@ server.on("note", in: "/shop") { socket, arguments, _ in
 
 let session = RealtimeSession(dialect: .socketIO(url: server.url, defaultNamespaces: []))
 let shop = session.channel("/shop")
-let updates = Locked<[OrderUpdate]>([])
-let notes = Locked<[Order]>([])
+let updates = Guarded<[OrderUpdate]>([])
+let notes = Guarded<[Order]>([])
 let snakeCaseDates = JSONDecoder()
 snakeCaseDates.keyDecodingStrategy = .convertFromSnakeCase
 snakeCaseDates.dateDecodingStrategy = .iso8601

@@ -19,8 +19,8 @@ let ticker = session.channel(ChannelID("TickerChannel", params: ["symbol": "ACME
 // when it is made, and buffers until its loop reads.
 let stateSequence = session.states
 let errorSequence = session.errors
-// `bufferingNewest` bounds what waits for a slow loop; nothing is dropped here.
-let tickSequence = ticker.events("message", bufferingPolicy: .bufferingNewest(100))
+// Streams are back-pressured: a slow loop pauses reading instead of dropping events or growing a buffer.
+let tickSequence = ticker.events("message")
 
 // Every state, from the current one on, until the session is connected.
 let states = Task {

@@ -2,8 +2,12 @@ import Foundation
 
 /// A server dialect: Pusher/Bird, Socket.IO or Action Cable.
 ///
+/// An app only picks one (`.socketIO(…)`, `.pusher(…)`, `.actionCable(…)`) and hands it to
+/// ``RealtimeSession``. The requirements that build machines and requests belong to the dialect-authoring
+/// contract, visible with `@_spi(DialectAuthoring) import RealtimeCore`.
+///
 /// The dialect value is configuration. It builds the connection request and a fresh ``DialectMachine``,
-/// the pure state machine that turns frames and commands into ``DialectAction``s. The session engine owns
+/// the pure state machine that turns frames and commands into `DialectAction`s. The session engine owns
 /// every side effect: sockets, timers, the reconnect loop, buffering and delivery. A dialect never sleeps,
 /// spawns tasks or opens sockets; asynchronous steps (auth requests) are described as `.perform` actions.
 ///
@@ -38,49 +42,49 @@ public protocol RealtimeDialect: Sendable {
     var defaultChannels: [ChannelID] { get }
 
     /// A fresh state machine for a new session.
-    func makeMachine() -> Machine
+    @_spi(DialectAuthoring) func makeMachine() -> Machine
 
     /// The request for connection attempt `attempt` (0 for the first 'connect', counting reconnects after).
     /// Asked again before every attempt, so credentials can be refreshed: return `.ready` when no
     /// asynchronous step is needed, `.deferred` to run one (a token provider) first. A deferred step that
     /// throws fails the attempt; a `RealtimeError` whose code is `.connectionRefused`,
     /// `.authorizationFailed` or `.invalidArgument` fails the session.
-    func connectionRequest(attempt: Int) -> ConnectionRequestPlan
+    @_spi(DialectAuthoring) func connectionRequest(attempt: Int) -> ConnectionRequestPlan
 
     /// The transport to use, given the session's WebSocket transport. Dialects that carry their own
     /// framing over another medium (Engine.IO long-polling) wrap it; the default returns `base`.
-    func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport
+    @_spi(DialectAuthoring) func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport
 
     /// Checks an outgoing message before it is queued, so the app gets a typed error at the call site
     /// (reserved event names, `client-` prefix rules, requests on a dialect without acks).
     /// `expectsReply` is `true` for `request`. Returns `nil` when the message is acceptable.
-    func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError?
+    @_spi(DialectAuthoring) func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError?
 
     /// A frame as a trace line shows it, with its secrets masked. The default runs ``Redaction`` over
     /// the text; a dialect overrides it to mask payloads that are secret as a whole (auth objects).
-    func logDescription(of frame: TransportFrame) -> String
+    @_spi(DialectAuthoring) func logDescription(of frame: TransportFrame) -> String
 
     /// The one spelling of `channel` this dialect uses, so that two spellings of the same channel
     /// (Socket.IO's `""` and `"/"`, `"chat"` and `"/chat"`) share one subscription, one state and one set of
     /// handlers. The default returns `channel` unchanged.
-    func canonicalChannel(_ channel: ChannelID) -> ChannelID
+    @_spi(DialectAuthoring) func canonicalChannel(_ channel: ChannelID) -> ChannelID
 }
 
 extension DialectMachine {
     /// Leaves the request as the dialect built it.
-    public mutating func willOpen(_ request: inout ConnectionRequest) {}
+    @_spi(DialectAuthoring) public mutating func willOpen(_ request: inout ConnectionRequest) {}
 }
 
 extension RealtimeDialect {
     public var defaultChannels: [ChannelID] { [] }
-    public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
-    public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? { nil }
-    public func logDescription(of frame: TransportFrame) -> String { frame.redactedDescription }
-    public func canonicalChannel(_ channel: ChannelID) -> ChannelID { channel }
+    @_spi(DialectAuthoring) public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
+    @_spi(DialectAuthoring) public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? { nil }
+    @_spi(DialectAuthoring) public func logDescription(of frame: TransportFrame) -> String { frame.redactedDescription }
+    @_spi(DialectAuthoring) public func canonicalChannel(_ channel: ChannelID) -> ChannelID { channel }
 }
 
 /// How the engine obtains the request for one connection attempt.
-public enum ConnectionRequestPlan: Sendable {
+@_spi(DialectAuthoring) public enum ConnectionRequestPlan: Sendable {
     /// The request is known now; the attempt starts synchronously.
     case ready(ConnectionRequest)
     /// An asynchronous step (credentials) runs first.
@@ -88,7 +92,7 @@ public enum ConnectionRequestPlan: Sendable {
 }
 
 /// Identifies an app request (`request`, or a dialect extension call) while it waits for its answer.
-public struct RequestID: Hashable, Sendable, CustomStringConvertible {
+@_spi(DialectAuthoring) public struct RequestID: Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt64
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }
     public var description: String { "#\(rawValue)" }
@@ -96,25 +100,48 @@ public struct RequestID: Hashable, Sendable, CustomStringConvertible {
 
 /// Names something a machine started and will hear about later: a kind, optionally a channel, and a
 /// serial to tell repeats apart.
-public struct DialectKey: Hashable, Sendable {
-    public var kind: String
+@_spi(DialectAuthoring) public struct DialectKey: Hashable, Sendable {
+    /// What a key names (a handshake timer, an auth request). A dialect declares its kinds once, as
+    /// constants prefixed with its name so that two dialects never share one:
+    ///
+    ///     extension DialectKey.Kind {
+    ///         static let pusherAuth: Self = "pusher.auth"
+    ///     }
+    public struct Kind: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(stringLiteral value: String) { rawValue = value }
+        public var description: String { rawValue }
+
+        // Transitional: lets machines that still spell a kind as a `String` constant compare and match it
+        // until they declare `Kind` constants.
+        public static func == (lhs: Kind, rhs: String) -> Bool { lhs.rawValue == rhs }
+        public static func ~= (pattern: String, value: Kind) -> Bool { pattern == value.rawValue }
+    }
+
+    public var kind: Kind
     public var channel: ChannelID?
     public var serial: UInt64
-    public init(kind: String, channel: ChannelID? = nil, serial: UInt64 = 0) {
+    public init(kind: Kind, channel: ChannelID? = nil, serial: UInt64 = 0) {
         self.kind = kind
         self.channel = channel
         self.serial = serial
     }
+
+    /// Transitional: a key whose kind is spelled as a `String` constant.
+    public init(kind: String, channel: ChannelID? = nil, serial: UInt64 = 0) {
+        self.init(kind: Kind(rawValue: kind), channel: channel, serial: serial)
+    }
 }
 
 /// Identifies one piece of asynchronous work a machine asked the engine to run.
-public typealias WorkID = DialectKey
+@_spi(DialectAuthoring) public typealias WorkID = DialectKey
 
 /// Names a dialect timer. Starting a timer with a key that is already running restarts it.
-public typealias TimerKey = DialectKey
+@_spi(DialectAuthoring) public typealias TimerKey = DialectKey
 
 /// A message the app sends on a channel.
-public struct OutgoingMessage: Sendable, Hashable {
+@_spi(DialectAuthoring) public struct OutgoingMessage: Sendable, Hashable {
     public var channel: ChannelID
     public var event: String
     public var arguments: [JSONValue]
@@ -130,7 +157,7 @@ public struct OutgoingMessage: Sendable, Hashable {
 }
 
 /// What the engine tells the machine.
-public enum DialectCommand: Sendable {
+@_spi(DialectAuthoring) public enum DialectCommand: Sendable {
     /// Join a channel. Sent after `connected` for every channel the app holds, again after every reconnect.
     case subscribe(ChannelID)
     /// Leave a channel the app released.
@@ -149,7 +176,7 @@ public enum DialectCommand: Sendable {
 }
 
 /// How the app must be told that a connection ended and what the engine does next.
-public enum ConnectionEnd: Sendable, Hashable {
+@_spi(DialectAuthoring) public enum ConnectionEnd: Sendable, Hashable {
     /// Do not reconnect; the session fails with this error.
     case terminal(RealtimeError)
     /// Reconnect at once when the connection that ended had proved stable (see
@@ -160,7 +187,7 @@ public enum ConnectionEnd: Sendable, Hashable {
 }
 
 /// How the engine decides that a silent link is dead.
-public enum LivenessRule: Sendable, Hashable {
+@_spi(DialectAuthoring) public enum LivenessRule: Sendable, Hashable {
     /// The server pings on its own every `interval`; with nothing received for `interval + grace` the
     /// link is dead (Engine.IO, Action Cable).
     case serverPings(interval: Duration, grace: Duration)
@@ -172,7 +199,7 @@ public enum LivenessRule: Sendable, Hashable {
 }
 
 /// An asynchronous step the engine runs for a machine, such as an auth request.
-public struct DialectWork: Sendable {
+@_spi(DialectAuthoring) public struct DialectWork: Sendable {
     public var id: WorkID
     public var run: @Sendable () async throws -> JSONValue
     public init(id: WorkID, run: @escaping @Sendable () async throws -> JSONValue) {
@@ -182,7 +209,7 @@ public struct DialectWork: Sendable {
 }
 
 /// What the machine asks the engine to do.
-public enum DialectAction: Sendable {
+@_spi(DialectAuthoring) public enum DialectAction: Sendable {
     /// Write a frame.
     case send(TransportFrame)
     /// Hand an event to the app's handlers.
@@ -230,32 +257,36 @@ public enum DialectAction: Sendable {
 /// The pure state machine of a dialect for one session. A value type: no I/O, no clock, no tasks.
 ///
 /// Every method appends actions to `actions`; the engine executes them in order.
+///
+/// The protocol is public so that ``RealtimeDialect`` can name its machine, but its requirements, like
+/// the rest of the dialect-authoring contract (`DialectAction`, `DialectCommand`, `DialectKey`, …), are
+/// SPI: a dialect's author writes `@_spi(DialectAuthoring) import RealtimeCore`; an app never needs to.
 public protocol DialectMachine: Sendable {
     /// A transport connection opened (WebSocket upgrade done). Not yet "connected": the dialect
     /// says `.connected` when its own handshake completes.
-    mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction])
+    @_spi(DialectAuthoring) mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction])
     /// A frame arrived.
-    mutating func received(_ frame: TransportFrame, actions: inout [DialectAction])
+    @_spi(DialectAuthoring) mutating func received(_ frame: TransportFrame, actions: inout [DialectAction])
     /// The engine asks for something.
-    mutating func handle(_ command: DialectCommand, actions: inout [DialectAction])
+    @_spi(DialectAuthoring) mutating func handle(_ command: DialectCommand, actions: inout [DialectAction])
     /// A timer started with `.startTimer` fired.
-    mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction])
+    @_spi(DialectAuthoring) mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction])
     /// Work started with `.perform` finished, on the same connection.
-    mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
+    @_spi(DialectAuthoring) mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
                                actions: inout [DialectAction])
     /// A connection attempt is about to open `request` (built by the dialect). The machine may record it
     /// or change it (Pusher retries over `wss` after a close 4000, "use TLS"). The default does nothing.
-    mutating func willOpen(_ request: inout ConnectionRequest)
+    @_spi(DialectAuthoring) mutating func willOpen(_ request: inout ConnectionRequest)
     /// The connection ended. Reset per-connection state and classify what happens next.
     /// (Whatever the dialect answers, a transport failure with code `.invalidArgument` — a bad URL, `ws://`
     /// to a remote host without the opt-in — is terminal: retrying the same request cannot help.)
-    mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd
+    @_spi(DialectAuthoring) mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd
 }
 
 extension TransportFrame {
     /// The frame for a log line: text redacted by ``Redaction`` and cut to 512 characters, binary as its
     /// size.
-    public var redactedDescription: String {
+    @_spi(DialectAuthoring) public var redactedDescription: String {
         switch self {
         case .text(let text): Redaction.describeForLog(text)
         case .binary(let data): "<\(data.count) bytes>"

@@ -3,7 +3,7 @@ extension TransportFrame {
     /// Cable). A binary frame is a `.protocolViolation`, bad JSON an `.invalidJSON` error carrying the byte
     /// offset and the start of the text; `peer` names the server in the messages. Returns the text too, for
     /// dialects that keep raw members.
-    public func jsonDocument(from peer: String) throws(RealtimeError) -> (document: JSONValue, text: String) {
+    @_spi(DialectAuthoring) public func jsonDocument(from peer: String) throws(RealtimeError) -> (document: JSONValue, text: String) {
         guard case .text(let text) = self else {
             throw RealtimeError(.protocolViolation, "\(peer) sent a binary frame")
         }

@@ -20,7 +20,7 @@ public struct RealtimeEvent: Sendable {
     /// The sender's user id (Pusher presence client events).
     public var userID: String?
     /// Set by the dialect when the server expects an acknowledgement.
-    public var ackToken: AckToken?
+    @_spi(DialectAuthoring) public var ackToken: AckToken?
     /// Answers the server's acknowledgement request; `nil` when none was asked for.
     public internal(set) var ack: AckResponder?
 
@@ -42,11 +42,12 @@ public struct RealtimeEvent: Sendable {
     }
 }
 
-/// The dialect's handle on one acknowledgement the server asked for.
+/// The dialect's handle on one acknowledgement the server asked for. Opaque to apps, which answer
+/// through ``RealtimeEvent/ack``.
 public struct AckToken: Hashable, Sendable {
-    public var channel: ChannelID?
-    public var id: Int64
-    public init(channel: ChannelID?, id: Int64) {
+    @_spi(DialectAuthoring) public var channel: ChannelID?
+    @_spi(DialectAuthoring) public var id: Int64
+    @_spi(DialectAuthoring) public init(channel: ChannelID?, id: Int64) {
         self.channel = channel
         self.id = id
     }
@@ -54,10 +55,10 @@ public struct AckToken: Hashable, Sendable {
 
 /// Sends the acknowledgement for one received event. Calling it more than once sends nothing more.
 public struct AckResponder: Sendable {
-    public let token: AckToken
+    @_spi(DialectAuthoring) public let token: AckToken
     let reply: @Sendable (AckToken, [JSONValue]) -> Void
 
-    public init(token: AckToken, reply: @escaping @Sendable (AckToken, [JSONValue]) -> Void) {
+    @_spi(DialectAuthoring) public init(token: AckToken, reply: @escaping @Sendable (AckToken, [JSONValue]) -> Void) {
         self.token = token
         self.reply = reply
     }

@@ -14,7 +14,7 @@ extension JSONValue {
     }
 
     /// Appends the compact JSON text of ``serialized()`` to `buffer` as UTF-8.
-    public func write(into buffer: inout [UInt8]) {
+    package func write(into buffer: inout [UInt8]) {
         switch self {
         case .null:
             buffer.append(contentsOf: "null".utf8)

@@ -8,7 +8,7 @@ import Foundation
 /// - Outside JSON, `name=value` loses the value up to the next separator and `Name: value` (a header)
 ///   loses the whole rest of the line, so `Authorization: Bearer S3CRET` keeps neither word.
 /// - Dialects redact whole payloads that are secret as a whole (a Socket.IO CONNECT auth object) with
-///   ``redactingEveryString(in:keeping:)``.
+///   `redactingEveryString(in:keeping:)`.
 ///
 /// Text that cannot be parsed is redacted more, never less: a quoted value without its closing quote
 /// is masked to the end of the text.
@@ -67,7 +67,7 @@ public enum Redaction {
     /// Returns `value` with every string and number replaced by ``placeholder``, except the values of the
     /// members named in `keeping` (at any depth); for payloads that are secret as a whole, such as an
     /// auth object or the parameters of an Action Cable identifier.
-    public static func redactingEveryString(in value: JSONValue, keeping: Set<String> = []) -> JSONValue {
+    @_spi(DialectAuthoring) public static func redactingEveryString(in value: JSONValue, keeping: Set<String> = []) -> JSONValue {
         switch value {
         case .object(let members):
             var redacted: [String: JSONValue] = [:]
@@ -88,7 +88,7 @@ public enum Redaction {
 
     /// A frame's text for a trace line: redacted first (so a secret cannot straddle the cut), then cut
     /// to `limit` characters.
-    public static func describeForLog(_ text: String, limit: Int = 512) -> String {
+    @_spi(DialectAuthoring) public static func describeForLog(_ text: String, limit: Int = 512) -> String {
         let redacted = redact(text)
         return redacted.count > limit ? String(redacted.prefix(limit)) + "…" : redacted
     }

@@ -5,15 +5,15 @@
 /// handler runs at most once even when two events race), then calls them outside the lock in
 /// registration order. Removing a handler while an event is being dispatched takes effect for the next
 /// event.
-public final class HandlerRegistry: Sendable {
+package final class HandlerRegistry: Sendable {
     /// A handler for received events.
-    public typealias EventHandler = @Sendable (RealtimeEvent) -> Void
+    package typealias EventHandler = @Sendable (RealtimeEvent) -> Void
     /// An observer of connection state transitions: `(old, new)`.
-    public typealias StateHandler = @Sendable (ConnectionState, ConnectionState) -> Void
+    package typealias StateHandler = @Sendable (ConnectionState, ConnectionState) -> Void
     /// An observer of errors that did not necessarily end the session.
-    public typealias ErrorHandler = @Sendable (RealtimeError) -> Void
+    package typealias ErrorHandler = @Sendable (RealtimeError) -> Void
     /// An observer of channel subscription changes.
-    public typealias LifecycleHandler = @Sendable (ChannelLifecycleEvent) -> Void
+    package typealias LifecycleHandler = @Sendable (ChannelLifecycleEvent) -> Void
 
     private struct Key: Hashable {
         var channel: ChannelID?
@@ -81,14 +81,14 @@ public final class HandlerRegistry: Sendable {
 
     private let storage = Locked(Storage())
 
-    public init() {}
+    package init() {}
 
     /// Adds an event handler. `channel == nil` matches every channel (and connection-level events);
     /// `event == nil` matches every event name. A `persistent` handler survives `remove(event:channel:)`,
     /// `removeAll(channel:)` and `removeEverything()`: adapters keep their own bookkeeping (a presence
     /// roster) that way, so an app clearing its handlers does not silently stop it.
     @discardableResult
-    public func add(channel: ChannelID?, event: String?, once: Bool = false, persistent: Bool = false,
+    package func add(channel: ChannelID?, event: String?, once: Bool = false, persistent: Bool = false,
                     id chosen: HandlerID? = nil, _ handler: @escaping EventHandler) -> HandlerID {
         let id = chosen ?? HandlerID()
         let key = Key(channel: channel, event: event)
@@ -105,7 +105,7 @@ public final class HandlerRegistry: Sendable {
 
     /// Adds a connection state observer; a `persistent` one survives `removeEverything()`.
     @discardableResult
-    public func addStateObserver(persistent: Bool = false, _ handler: @escaping StateHandler) -> HandlerID {
+    package func addStateObserver(persistent: Bool = false, _ handler: @escaping StateHandler) -> HandlerID {
         let id = HandlerID()
         storage.withLock { $0.stateObservers.append((id, persistent, handler)) }
         return id
@@ -113,7 +113,7 @@ public final class HandlerRegistry: Sendable {
 
     /// Adds an error observer.
     @discardableResult
-    public func addErrorObserver(id chosen: HandlerID? = nil, _ handler: @escaping ErrorHandler) -> HandlerID {
+    package func addErrorObserver(id chosen: HandlerID? = nil, _ handler: @escaping ErrorHandler) -> HandlerID {
         let id = chosen ?? HandlerID()
         storage.withLock { storage in
             _ = storage.remove(id)
@@ -124,7 +124,7 @@ public final class HandlerRegistry: Sendable {
 
     /// Adds an observer of subscription changes of `channel` (`nil`: every channel).
     @discardableResult
-    public func addLifecycleObserver(channel: ChannelID?, _ handler: @escaping LifecycleHandler) -> HandlerID {
+    package func addLifecycleObserver(channel: ChannelID?, _ handler: @escaping LifecycleHandler) -> HandlerID {
         let id = HandlerID()
         storage.withLock { $0.lifecycleObservers.append((id, channel, handler)) }
         return id
@@ -132,26 +132,26 @@ public final class HandlerRegistry: Sendable {
 
     /// Removes the handler or observer with `id`. Returns `false` if there was none.
     @discardableResult
-    public func remove(id: HandlerID) -> Bool {
+    package func remove(id: HandlerID) -> Bool {
         storage.withLock { $0.remove(id) }
     }
 
     /// Removes every handler registered for exactly `event` in `channel` (`nil`: the session scope),
     /// except persistent ones.
-    public func remove(event: String, channel: ChannelID?) {
+    package func remove(event: String, channel: ChannelID?) {
         storage.withLock { $0.removeAppEntries(Key(channel: channel, event: event)) }
     }
 
     /// Removes every event handler registered in `channel` (`nil`: the session scope; observers stay),
     /// except persistent ones.
-    public func removeAll(channel: ChannelID?) {
+    package func removeAll(channel: ChannelID?) {
         storage.withLock { storage in
             for key in storage.index.keys where key.channel == channel { storage.removeAppEntries(key) }
         }
     }
 
     /// Removes every handler and observer, except persistent ones.
-    public func removeEverything() {
+    package func removeEverything() {
         storage.withLock { storage in
             for key in storage.index.keys { storage.removeAppEntries(key) }
             storage.stateObservers.removeAll { !$0.persistent }
@@ -160,14 +160,14 @@ public final class HandlerRegistry: Sendable {
     }
 
     /// How many handlers and observers are registered.
-    public var count: Int {
+    package var count: Int {
         storage.withLock {
             $0.keys.count + $0.stateObservers.count + $0.errorObservers.count + $0.lifecycleObservers.count
         }
     }
 
     /// Calls every handler matching `event`, in registration order, outside the lock.
-    public func dispatch(_ event: RealtimeEvent) {
+    package func dispatch(_ event: RealtimeEvent) {
         var matches: [Entry] = []
         storage.withLock { storage in
             if let channel = event.channel {
@@ -182,19 +182,19 @@ public final class HandlerRegistry: Sendable {
     }
 
     /// Calls every state observer with a transition.
-    public func dispatchState(from old: ConnectionState, to new: ConnectionState) {
+    package func dispatchState(from old: ConnectionState, to new: ConnectionState) {
         let observers = storage.withLock { $0.stateObservers }
         for observer in observers { observer.handler(old, new) }
     }
 
     /// Calls every error observer.
-    public func dispatchError(_ error: RealtimeError) {
+    package func dispatchError(_ error: RealtimeError) {
         let observers = storage.withLock { $0.errorObservers }
         for observer in observers { observer.handler(error) }
     }
 
     /// Calls every lifecycle observer of the event's channel and of every channel, in registration order.
-    public func dispatchLifecycle(_ event: ChannelLifecycleEvent) {
+    package func dispatchLifecycle(_ event: ChannelLifecycleEvent) {
         let observers = storage.withLock { $0.lifecycleObservers }
         for observer in observers where observer.channel == nil || observer.channel == event.channel {
             observer.handler(event)

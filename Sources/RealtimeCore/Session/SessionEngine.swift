@@ -179,7 +179,7 @@ final class SessionEngine: Sendable {
                     do {
                         result = .success(try await work.run())
                     } catch {
-                        result = .failure(Self.wrap(error, doing: work.id.kind))
+                        result = .failure(Self.wrap(error, doing: work.id.kind.rawValue))
                     }
                     self?.submit(.workFinished(connection: connection, work.id, result))
                 }

@@ -51,7 +51,7 @@ private final class DispatchTimerHandle: ScheduledTimer {
 
 extension Duration {
     /// The duration in whole nanoseconds, saturating.
-    public var nanoseconds: Int64 {
+    package var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }
@@ -60,7 +60,7 @@ extension Duration {
     }
 
     /// The duration in seconds as a `Double`.
-    public var seconds: Double {
+    package var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import RealtimeWebSocket
 
 /// An in-memory Rails Action Cable server for tests: attach it to an ``InMemoryTransport`` and every

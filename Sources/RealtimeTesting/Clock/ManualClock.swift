@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// A clock that moves only when a test says so. Scheduled callbacks run synchronously inside
 /// ``advance(by:)``, in deadline order (ties in scheduling order), including callbacks scheduled while

@@ -6,7 +6,7 @@ import Darwin
 import Musl
 #endif
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 import RealtimeWebSocket
 
 /// Which way bytes travel through a ``FaultProxy``.

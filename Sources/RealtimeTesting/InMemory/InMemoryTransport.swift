@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// A transport whose connections end in the test instead of a server.
 ///

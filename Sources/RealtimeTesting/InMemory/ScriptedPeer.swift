@@ -1,4 +1,4 @@
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// A server script for one in-memory connection: "expect frame X, reply with Y".
 ///

@@ -36,29 +36,29 @@ public struct WebSocketCodec: Sendable {
     private var hasReceivedClose = false
     private var hasFailed = false
     /// `true` once this side has written a close frame (its own, a reply, or after a protocol error).
-    public private(set) var hasSentClose = false
+    package private(set) var hasSentClose = false
 
     /// Where the last message of the latest `receive` call ended: the bytes of that call's input used
     /// up to it, and how many events and output bytes there were right after it. Nil when that call
     /// delivered no message.
-    public private(set) var lastMessageBoundary: MessageBoundary?
+    package private(set) var lastMessageBoundary: MessageBoundary?
 
     /// A point right after a delivered message, for ``rewindToLastMessage(closeState:)``.
-    public struct MessageBoundary: Sendable, Hashable {
+    package struct MessageBoundary: Sendable, Hashable {
         public var inputUsed: Int
         public var eventCount: Int
         public var outputCount: Int
     }
 
     /// The close handshake's state, taken before a `receive` call to rewind to later.
-    public struct CloseState: Sendable, Hashable {
+    package struct CloseState: Sendable, Hashable {
         fileprivate var hasReceivedClose: Bool
         fileprivate var hasFailed: Bool
         fileprivate var hasSentClose: Bool
     }
 
     /// The close handshake's state now.
-    public var closeState: CloseState {
+    package var closeState: CloseState {
         CloseState(hasReceivedClose: hasReceivedClose, hasFailed: hasFailed, hasSentClose: hasSentClose)
     }
 
@@ -67,7 +67,7 @@ public struct WebSocketCodec: Sendable {
     /// before an ending that followed them in the same input is decoded (pass the input from the
     /// boundary on again, and drop the events and output past it). Between messages the codec holds
     /// no partial frame or message, so this needs no copy of it.
-    public mutating func rewindToLastMessage(closeState: CloseState) {
+    package mutating func rewindToLastMessage(closeState: CloseState) {
         precondition(lastMessageBoundary != nil, "the latest receive delivered no message")
         pending.removeAll(keepingCapacity: true)
         frame = nil

@@ -3,22 +3,22 @@ import RealtimeCore
 
 /// The client side of the HTTP/1.1 upgrade (RFC 6455 §4.1), without I/O: write `requestBytes()`, feed
 /// what the server answers to `receive(_:)` until it returns the negotiated connection or throws.
-public struct WebSocketClientHandshake: Sendable {
+package struct WebSocketClientHandshake: Sendable {
     /// Where to connect: scheme, host, port, path and query.
-    public let url: URL
+    package let url: URL
     /// Extra request headers (cookies, authorization, …), sent as given after the upgrade headers.
-    public let headers: [HTTPHeader]
+    package let headers: [HTTPHeader]
     /// Subprotocols offered, in preference order.
-    public let subprotocols: [String]
+    package let subprotocols: [String]
     /// Sent as `Origin` when set.
-    public let origin: String?
+    package let origin: String?
     /// The 16 random bytes behind `Sec-WebSocket-Key`.
-    public let key: [UInt8]
+    package let key: [UInt8]
     /// Bytes the response head (and the start of an error body) may take before we give up.
-    public let maximumResponseSize: Int
+    package let maximumResponseSize: Int
 
     /// `key` as sent in `Sec-WebSocket-Key`.
-    public var encodedKey: String { Base64.encode(key) }
+    package var encodedKey: String { Base64.encode(key) }
 
     /// Headers the handshake writes itself; passing them in `headers` is an error.
     static let managedHeaderNames: Set<String> = [
@@ -42,7 +42,7 @@ public struct WebSocketClientHandshake: Sendable {
 
     /// `url` is ws/wss/http/https; path+query go on the request line; Host includes a non-default port.
     /// Call `validate()` first to turn bad arguments into an error instead of a request the server refuses.
-    public init(url: URL, headers: [HTTPHeader] = [], subprotocols: [String] = [], origin: String? = nil,
+    package init(url: URL, headers: [HTTPHeader] = [], subprotocols: [String] = [], origin: String? = nil,
                 key: [UInt8], maximumResponseSize: Int = 16_384) {
         self.url = url
         self.headers = headers
@@ -53,7 +53,7 @@ public struct WebSocketClientHandshake: Sendable {
     }
 
     /// 16 bytes from the system CSPRNG, for `key`.
-    public static func makeKey() -> [UInt8] {
+    package static func makeKey() -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         var key: [UInt8] = []
         for _ in 0..<2 {
@@ -66,7 +66,7 @@ public struct WebSocketClientHandshake: Sendable {
     /// Throws `.invalidArgument` for a URL without host or with another scheme, a key that is not 16
     /// bytes, a subprotocol that is not an HTTP token, or a header that is malformed or one the
     /// handshake manages itself.
-    public func validate() throws(RealtimeError) {
+    package func validate() throws(RealtimeError) {
         guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme) else {
             throw RealtimeError(.invalidArgument, "WebSocket URL must use ws, wss, http or https",
                                 context: .init(detail: url.absoluteString))
@@ -98,7 +98,7 @@ public struct WebSocketClientHandshake: Sendable {
     }
 
     /// The `Host` header value: the host (IPv6 in brackets) plus the port when it is not the default.
-    public var hostHeader: String {
+    package var hostHeader: String {
         var host = url.host ?? ""
         if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
         let secure = ["wss", "https"].contains(url.scheme?.lowercased() ?? "")
@@ -107,7 +107,7 @@ public struct WebSocketClientHandshake: Sendable {
     }
 
     /// The request target: percent-encoded path (or `/`) and query.
-    public var requestTarget: String {
+    package var requestTarget: String {
         let components = URLComponents(url: url, resolvingAgainstBaseURL: true)
         var target = components?.percentEncodedPath ?? ""
         if target.isEmpty { target = "/" }
@@ -116,7 +116,7 @@ public struct WebSocketClientHandshake: Sendable {
     }
 
     /// The upgrade request. Headers that fail `validate()` are left out rather than sent broken.
-    public func requestBytes() -> [UInt8] {
+    package func requestBytes() -> [UInt8] {
         let hasCustomHost = headers.contains { $0.name.lowercased() == "host" }
         var lines = ["GET \(requestTarget) HTTP/1.1"]
         if !hasCustomHost { lines.append("Host: \(hostHeader)") }
@@ -134,7 +134,7 @@ public struct WebSocketClientHandshake: Sendable {
     }
 
     /// The `Sec-WebSocket-Accept` value a server must answer for `key`.
-    public var expectedAccept: String { WebSocketServerHandshake.acceptValue(forKey: encodedKey) }
+    package var expectedAccept: String { WebSocketServerHandshake.acceptValue(forKey: encodedKey) }
 
     /// nil = need more bytes. On success: what was negotiated and the bytes that followed the response
     /// (frames the server sent right after the 101 must not be lost).
@@ -143,7 +143,7 @@ public struct WebSocketClientHandshake: Sendable {
     /// `context.detail` the redirect target and the start of the body), `.handshakeInvalid` for a
     /// malformed or oversized response, a wrong accept value, missing upgrade headers or a subprotocol
     /// or extension we did not offer.
-    public mutating func receive(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) -> (info: TransportOpenInfo, leftover: [UInt8])? {
+    package mutating func receive(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) -> (info: TransportOpenInfo, leftover: [UInt8])? {
         guard !isFinished else {
             throw RealtimeError(.invalidArgument, "the handshake already finished")
         }
@@ -192,7 +192,7 @@ public struct WebSocketClientHandshake: Sendable {
     /// The error to report when the server closes the connection before the handshake finished: the
     /// rejection with whatever body arrived when a non-101 head was read, otherwise `.handshakeInvalid`
     /// for a cut-off response or `.transportFailed` when the server sent nothing.
-    public func errorForClosedConnection() -> RealtimeError {
+    package func errorForClosedConnection() -> RealtimeError {
         if let rejection { return rejectionError(rejection) }
         if buffer.isEmpty {
             return RealtimeError(.transportFailed, "the server closed the connection without answering the WebSocket upgrade")

@@ -24,24 +24,24 @@ public struct WebSocketServerHandshake: Sendable {
     }
 
     /// Bytes the request head may take (a longer one is answered with 431).
-    public let maximumRequestSize: Int
+    package let maximumRequestSize: Int
     private var buffer: [UInt8] = []
     private var isFinished = false
 
     /// A handshake waiting for the first bytes of a request.
-    public init(maximumRequestSize: Int = 16_384) {
+    package init(maximumRequestSize: Int = 16_384) {
         self.maximumRequestSize = maximumRequestSize
     }
 
     /// The `Sec-WebSocket-Accept` value for a `Sec-WebSocket-Key` (RFC 6455 §4.2.2).
-    public static func acceptValue(forKey key: String) -> String {
+    package static func acceptValue(forKey key: String) -> String {
         Base64.encode(SHA1.hash(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
     }
 
     /// nil = need more bytes. On success: the request and the bytes that followed it (frames a client
     /// sent right away). Throws `.handshakeInvalid` with `context.httpStatus` set to the status to
     /// answer: 400 (malformed), 405 (not GET), 426 (version other than 13), 431 (head too large).
-    public mutating func receive(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) -> (request: Request, leftover: [UInt8])? {
+    package mutating func receive(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) -> (request: Request, leftover: [UInt8])? {
         guard !isFinished else { throw RealtimeError(.invalidArgument, "the handshake already finished") }
         let searchFrom = buffer.count
         buffer.append(contentsOf: bytes)
@@ -98,7 +98,7 @@ public struct WebSocketServerHandshake: Sendable {
     }
 
     /// The 101 response accepting `request`, choosing `subprotocol` (which should be one it offered).
-    public static func acceptResponse(for request: Request, subprotocol: String? = nil,
+    package static func acceptResponse(for request: Request, subprotocol: String? = nil,
                                       headers: [HTTPHeader] = []) -> [UInt8] {
         var lines = [
             "HTTP/1.1 101 Switching Protocols",
@@ -114,7 +114,7 @@ public struct WebSocketServerHandshake: Sendable {
     }
 
     /// A complete error response with a plain-text body and `Connection: close`.
-    public static func rejectionResponse(status: Int, reason: String, headers: [HTTPHeader] = [],
+    package static func rejectionResponse(status: Int, reason: String, headers: [HTTPHeader] = [],
                                          body: String = "") -> [UInt8] {
         var lines = ["HTTP/1.1 \(status) \(reason)", "Connection: close", "Content-Type: text/plain; charset=utf-8",
                      "Content-Length: \(body.utf8.count)"]
@@ -126,7 +126,7 @@ public struct WebSocketServerHandshake: Sendable {
     }
 
     /// The response for an error `receive(_:)` threw: its `httpStatus` (400 when missing) and message.
-    public static func rejectionResponse(for error: RealtimeError) -> [UInt8] {
+    package static func rejectionResponse(for error: RealtimeError) -> [UInt8] {
         let status = error.context.httpStatus ?? 400
         let reason: String = switch status {
         case 405: "Method Not Allowed"

@@ -1,9 +1,9 @@
 /// Standard base64 (RFC 4648 §4, with `=` padding), for the WebSocket key and accept headers.
-public enum Base64 {
+package enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// `bytes` as padded base64 text.
-    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         let input = Array(bytes)
         var output = [UInt8]()
         output.reserveCapacity((input.count + 2) / 3 * 4)
@@ -37,7 +37,7 @@ public enum Base64 {
 
     /// The bytes `text` encodes, or `nil` unless it is canonical padded base64 (no whitespace,
     /// length a multiple of 4, padding only at the end, unused bits zero).
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         let input = Array(text.utf8)
         guard input.count % 4 == 0 else { return nil }
         var output = [UInt8]()

@@ -11,7 +11,7 @@ import Musl
 /// RFC 6455 §5.3 wants every key unpredictable. One system call per frame costs ~0.3 µs, more than
 /// encoding a small frame, so this pools 64 keys per call. It is a value: do not copy a source and use
 /// both copies, or they hand out the same keys.
-public struct MaskKeySource: Sendable {
+package struct MaskKeySource: Sendable {
     private static let batchSize = 64  // getentropy(3) returns at most 256 bytes per call
     private var pool: [UInt32] = []
     private var nextIndex = 0
@@ -19,7 +19,7 @@ public struct MaskKeySource: Sendable {
     private let fixedKey: UInt32?
 
     /// A source drawing from the system CSPRNG (the first key triggers the first batch).
-    public init() { fixedKey = nil }
+    package init() { fixedKey = nil }
 
     /// Always returns `key` (its bytes in wire order). Only for tests of exact wire bytes.
     init(fixedKey key: [UInt8]) {
@@ -28,7 +28,7 @@ public struct MaskKeySource: Sendable {
     }
 
     /// The next key, its 4 bytes in memory order equal to wire order.
-    public mutating func next() -> UInt32 {
+    package mutating func next() -> UInt32 {
         if let fixedKey { return fixedKey }
         if nextIndex == pool.count { refill() }
         defer { nextIndex += 1 }

@@ -2,9 +2,9 @@
 ///
 /// SHA-1 is broken for signatures; the WebSocket handshake uses it as a checksum that proves the server
 /// read our key, nothing more. Kept in-package so `ws://` needs no crypto library.
-public enum SHA1 {
+package enum SHA1 {
     /// The 20-byte digest of `bytes`.
-    public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
+    package static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
         var message = [UInt8]()
         let bitLength = UInt64(bytes.count) &* 8
         message.reserveCapacity(bytes.count + 72)

@@ -3,26 +3,26 @@
 ///
 /// Noncharacters such as U+FFFE are valid; overlong forms, surrogates (U+D800–U+DFFF) and code points
 /// above U+10FFFF are not. Feed chunks with `validate(_:)`, then ask `isComplete` when the message ends.
-public struct UTF8StreamValidator: Sendable, Hashable {
+package struct UTF8StreamValidator: Sendable, Hashable {
     /// Continuation bytes the current code point still needs.
     private var pendingContinuations: UInt8 = 0
     /// Inclusive range the next continuation byte must fall in (narrower right after E0, ED, F0, F4).
     private var lowerBound: UInt8 = 0x80
     private var upperBound: UInt8 = 0xBF
     /// Set at the first invalid byte; stays set until `reset()`.
-    public private(set) var hasFailed = false
+    package private(set) var hasFailed = false
 
     /// A validator at the start of a message.
-    public init() {}
+    package init() {}
 
     /// `true` when everything fed so far is valid and no code point is cut short, so a message may end here.
-    public var isComplete: Bool { !hasFailed && pendingContinuations == 0 }
+    package var isComplete: Bool { !hasFailed && pendingContinuations == 0 }
 
     /// Forgets all input, ready for a new message.
-    public mutating func reset() { self = UTF8StreamValidator() }
+    package mutating func reset() { self = UTF8StreamValidator() }
 
     /// Feeds `bytes`; returns `false` (and stays failed) as soon as a byte makes the input invalid.
-    public mutating func validate(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package mutating func validate(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard !hasFailed else { return false }
         guard let start = bytes.baseAddress else { return true }
         let count = bytes.count
@@ -58,7 +58,7 @@ public struct UTF8StreamValidator: Sendable, Hashable {
     }
 
     /// Feeds `bytes` from any collection; see `validate(_:)` for raw buffers.
-    public mutating func validate(_ bytes: some Collection<UInt8>) -> Bool {
+    package mutating func validate(_ bytes: some Collection<UInt8>) -> Bool {
         if let result = bytes.withContiguousStorageIfAvailable({ validate(UnsafeRawBufferPointer($0)) }) {
             return result
         }
@@ -66,7 +66,7 @@ public struct UTF8StreamValidator: Sendable, Hashable {
     }
 
     /// `true` when `bytes` is, on its own, complete valid UTF-8.
-    public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var validator = UTF8StreamValidator()
         return validator.validate(bytes) && validator.isComplete
     }

@@ -1,5 +1,5 @@
 import Foundation
-import RealtimeCore
+@_spi(DialectAuthoring) import RealtimeCore
 
 /// A small JSON dialect for engine tests: every frame is `{"t": kind, …}`.
 ///
