@@ -25,7 +25,7 @@ enum DialectFuzz {
                             joined: ["/": #"40{"sid":"a"}"#, "/chat": #"40/chat,{"sid":"b"}"#],
                             // early events, attachments and unanswered acks per namespace, and the namespaces
                             collectionLimit: 16 + 3,
-                            workResult: { _, _ in .object([:]) })
+                            workResult: { _ in .object([:]) })
         try driver.run()
     }
 
@@ -39,7 +39,7 @@ enum DialectFuzz {
                             joined: [:],
                             // events held while an encrypted channel fetches its key
                             collectionLimit: 256 + 4,
-                            workResult: { _, choice in
+                            workResult: { choice in
                                 let secret = Data(repeating: choice, count: 32).base64EncodedString()
                                 return .object([
                                     "connection_id": .string(choice & 1 == 0 ? "1234.1234" : "other"),
@@ -60,7 +60,7 @@ enum DialectFuzz {
                             joined: [:],
                             collectionLimit: 8,
                             openInfo: TransportOpenInfo(subprotocol: "actioncable-v1-json"),
-                            workResult: { _, _ in .object([:]) })
+                            workResult: { _ in .object([:]) })
         try driver.run()
     }
 
@@ -77,7 +77,7 @@ enum DialectFuzz {
         let collectionLimit: Int
         var openInfo = TransportOpenInfo()
         /// The result the engine hands back for work (an authorization), given a choice byte.
-        let workResult: @Sendable (WorkID, UInt8) -> JSONValue
+        let workResult: @Sendable (UInt8) -> JSONValue
 
         private var timers: [TimerKey] = []
         private var work: [WorkID] = []
@@ -93,7 +93,7 @@ enum DialectFuzz {
 
         init(machine: Machine, input: FuzzInput, channels: [ChannelID], handshake: [String], joined: [String: String],
              collectionLimit: Int, openInfo: TransportOpenInfo = TransportOpenInfo(),
-             workResult: @escaping @Sendable (WorkID, UInt8) -> JSONValue) {
+             workResult: @escaping @Sendable (UInt8) -> JSONValue) {
             self.machine = machine
             self.input = input
             self.channels = channels
@@ -156,7 +156,7 @@ enum DialectFuzz {
                 let id = work.remove(at: input.int(below: work.count))
                 let choice = input.byte()
                 let result: Result<JSONValue, RealtimeError> = choice & 0x80 == 0
-                    ? .success(workResult(id, choice))
+                    ? .success(workResult(choice))
                     : .failure(RealtimeError(.authorizationFailed, "refused"))
                 try act { $0.workFinished(id, result: result, actions: &$1) }
             case 6:

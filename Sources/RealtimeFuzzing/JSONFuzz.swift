@@ -28,7 +28,8 @@ enum JSONFuzz {
     }
 
     /// With `maximumDepth` 3 a document parses exactly when it parsed without the limit and nests at
-    /// most 3 deep; a deeper one fails with `.invalidJSON`.
+    /// most 3 deep; a deeper one fails with `.invalidJSON`. Depth is the text's nesting, not the value's:
+    /// a repeated member name can replace a deep value with a shallow one.
     private static func checkLimited(_ bytes: UnsafeRawBufferPointer, unlimited: JSONValue?) throws(FuzzFailure) {
         let limit = 3
         let limited = Result(catching: { () throws(RealtimeError) in
@@ -37,21 +38,35 @@ enum JSONFuzz {
         switch limited {
         case .success(let value):
             try require(value == unlimited, "parses with a depth limit but not without")
-            try require(depth(of: value) <= limit, "a value \(depth(of: value)) deep passed the limit of \(limit)")
+            try require(nesting(of: bytes) <= limit, "a document \(nesting(of: bytes)) deep passed the limit of \(limit)")
         case .failure(let error):
             try require(error.code == .invalidJSON, "the limited parse threw \(error.code)")
-            if let unlimited {
-                try require(depth(of: unlimited) > limit, "a value \(depth(of: unlimited)) deep failed the limit of \(limit)")
+            if unlimited != nil {
+                try require(nesting(of: bytes) > limit, "a document \(nesting(of: bytes)) deep failed the limit of \(limit)")
             }
         }
     }
 
-    /// Nesting of arrays and objects (a scalar is 0 deep).
-    static func depth(of value: JSONValue) -> Int {
-        switch value {
-        case .array(let elements): 1 + (elements.map(depth(of:)).max() ?? 0)
-        case .object(let members): 1 + (members.values.map(depth(of:)).max() ?? 0)
-        default: 0
+    /// The deepest nesting of arrays and objects in JSON text, brackets inside strings aside.
+    static func nesting(of bytes: UnsafeRawBufferPointer) -> Int {
+        var depth = 0
+        var deepest = 0
+        var inString = false
+        var escaped = false
+        for byte in bytes {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                deepest = max(deepest, depth)
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
         }
+        return deepest
     }
 }

@@ -145,7 +145,7 @@ enum RedactionFuzz {
             return actions.sentLines
         }
 
-        /// The session's "opening <url>" line, with the secret as a query item.
+        /// The session's "opening <url>" line, with the secret as a credential query item.
         mutating func openingURL() -> [String] {
             var components = URLComponents()
             components.scheme = "wss"
@@ -153,7 +153,12 @@ enum RedactionFuzz {
             components.path = "/cable"
             var items: [URLQueryItem] = []
             for _ in 0..<input.int(below: 3) { items.append(URLQueryItem(name: key(), value: text(upTo: 8))) }
-            items.insert(URLQueryItem(name: key(), value: secret()), at: input.int(below: items.count + 1))
+            // Unlike an auth payload, where every value counts, a URL carries a credential under a
+            // credential's name.
+            let names = ["token", "access_token", "auth", "jwt", "password", "api_key", "apiKey", "secret",
+                         "signature", "Authorization"]
+            items.insert(URLQueryItem(name: names[input.int(below: names.count)], value: secret()),
+                         at: input.int(below: items.count + 1))
             components.queryItems = items
             guard let url = components.url else { return [] }
             return ["opening \(url.absoluteString)"]

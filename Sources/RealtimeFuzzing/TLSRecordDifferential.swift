@@ -16,10 +16,11 @@ import RealtimeWebSocket
 ///
 /// Input: a suite byte, a cut-seed byte, then steps (see ``StreamBuilder/step(_:)``).
 ///
-/// Property: after every read both have produced the same plaintext, byte for byte; both end at the
-/// same read in the same way (close_notify, or failure with the same alert sent or received); at the end
-/// both agree whether a partial record waits and, when no error happened, on how many key updates were
-/// followed and whether one was asked of us.
+/// Property (strict, `REALTIME_FUZZ_STRICT=1`): after every read both have produced the same plaintext,
+/// byte for byte, and have ended the same way (close_notify, or failure with the same alert sent or
+/// received); at the end, when neither ended, both followed the same key updates, agree whether one was
+/// asked of us, and a partial record OpenSSL holds is held by the reader too. By default the target
+/// tolerates the ``KnownDivergence`` cases (already reported), so that CI checks everything else.
 package enum TLSRecordDifferential {
     /// `strict` compares endings after every read and tolerates no ``KnownDivergence``. Returns the known
     /// divergence that explained a difference, nil when the readers agreed exactly.
@@ -195,7 +196,7 @@ package enum KnownDivergence: String, CaseIterable, Sendable {
     /// The reader drops NewSessionTicket messages unread; OpenSSL parses them and fails a malformed one
     /// with decode_error, so the reader goes on reading where OpenSSL stopped.
     case ticketsNotParsed
-    /// An encrypted user_canceled alert of level warning: OpenSSL ignores it (RFC 8446 §6.1 says a
+    /// An encrypted user_canceled alert, of any level: OpenSSL ignores it (RFC 8446 §6.1 says a
     /// close_notify follows), the reader fails the connection.
     case userCanceledIsFatal
     /// An alert (close_notify too) while a post-handshake message is incomplete: the reader acts on the
@@ -218,7 +219,8 @@ package enum KnownDivergence: String, CaseIterable, Sendable {
         if openSSL.isFailure, connection.observer.lastHandshakeMessageRead == 4, readerPlaintext >= openSSLPlaintext {
             return .ticketsNotParsed
         }
-        if reader == .receivedAlert(90), readerError?.context.detail == "alert level 1", openSSLPlaintext >= readerPlaintext {
+        if reader == .receivedAlert(90), readerError?.context.detail?.hasPrefix("alert level") == true,
+           openSSLPlaintext >= readerPlaintext {
             return .userCanceledIsFatal
         }
         if reader == .closedByPeer || reader.isReceivedAlert, readerObject.bufferedByteCount > 0, openSSL.isFailure,

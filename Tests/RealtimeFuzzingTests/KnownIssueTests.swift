@@ -24,6 +24,8 @@ struct KnownIssueTests {
         (.ticketsNotParsed, tls(handshake([4, 0, 0, 2, 0xAB, 0xCD]) + data(10))),
         // user_canceled (warning) then data: OpenSSL reads the data, the reader stops.
         (.userCanceledIsFatal, tls(data(1) + [3, 1, 90, 0, 0] + data(3))),
+        // The same with level 4, which is no level at all: OpenSSL still reads on.
+        (.userCanceledIsFatal, tls(data(1) + [3, 4, 90, 0, 0] + data(3))),
         // A NewSessionTicket announcing 128 KiB: the reader refuses it, OpenSSL waits for it.
         (.handshakeMessageLimit, tls(handshake([4, 2, 0, 0, 9]))),
         // Message type 7 announcing 50 KB, then close_notify: the reader closes cleanly, OpenSSL refuses.
