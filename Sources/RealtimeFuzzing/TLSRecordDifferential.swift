@@ -199,12 +199,13 @@ package enum KnownDivergence: String, CaseIterable, Sendable {
     /// An encrypted user_canceled alert, of any level: OpenSSL ignores it (RFC 8446 §6.1 says a
     /// close_notify follows), the reader fails the connection.
     case userCanceledIsFatal
-    /// An alert (close_notify too) while a post-handshake message is incomplete: the reader acts on the
-    /// alert; OpenSSL refuses the interleaving (RFC 8446 §5.1), or already refused the message's unknown
-    /// type when its header came.
+    /// An alert (close_notify too) while a post-handshake message of an unknown type is incomplete: the
+    /// reader, which checks the type only once the message is whole, acts on the alert; OpenSSL refused
+    /// the message when its header came.
     case alertInsideHandshakeMessage
     /// A post-handshake message longer than 64 KiB: the reader refuses it at once, OpenSSL waits for the
-    /// whole message (and refuses only much larger ones, with illegal_parameter).
+    /// whole message (even accepting a close_notify meanwhile) and refuses only much larger ones, with
+    /// illegal_parameter.
     case handshakeMessageLimit
 
     static func matching(reader: TLSRecordDifferential.Ending, readerError: RealtimeError?, readerPlaintext: Int,
@@ -227,8 +228,7 @@ package enum KnownDivergence: String, CaseIterable, Sendable {
            plaintextAgrees {
             return .alertInsideHandshakeMessage
         }
-        if readerError?.message.contains("a post-handshake message of") == true, plaintextAgrees,
-           openSSL == .open || openSSL.isFailure {
+        if readerError?.message.contains("a post-handshake message of") == true, plaintextAgrees {
             return .handshakeMessageLimit
         }
         return nil

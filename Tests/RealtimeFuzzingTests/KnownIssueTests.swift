@@ -28,6 +28,8 @@ struct KnownIssueTests {
         (.userCanceledIsFatal, tls(data(1) + [3, 4, 90, 0, 0] + data(3))),
         // A NewSessionTicket announcing 128 KiB: the reader refuses it, OpenSSL waits for it.
         (.handshakeMessageLimit, tls(handshake([4, 2, 0, 0, 9]))),
+        // Just over 64 KiB, then close_notify: OpenSSL closes cleanly in the middle of the ticket.
+        (.handshakeMessageLimit, tls(handshake([4, 1, 1, 0x40, 0x18]) + [4])),
         // Message type 7 announcing 50 KB, then close_notify: the reader closes cleanly, OpenSSL refuses.
         (.alertInsideHandshakeMessage, tls(handshake([7, 0, 0xC4, 0xC4]) + [4])),
         // An unprotected fatal alert: the reader reports the peer's internal_error, OpenSSL sends
