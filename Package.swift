@@ -1,5 +1,10 @@
 // swift-tools-version: 6.0
+import Foundation
 import PackageDescription
+
+/// `REALTIME_FUZZ=1` adds the libFuzzer executable; it has no `main` of its own (libFuzzer's comes with
+/// `--sanitize=fuzzer`), so an ordinary build must not see it. Tests/Fixtures/fuzz/run.sh sets it.
+let fuzzing = ProcessInfo.processInfo.environment["REALTIME_FUZZ"] == "1"
 
 /// Compiler settings shared by every Swift target.
 let strictSettings: [SwiftSetting] = [
@@ -72,6 +77,14 @@ let package = Package(
                           swiftSettings: strictSettings),
         .executableTarget(name: "AutobahnTestee", dependencies: ["RealtimeWebSocket"],
                           swiftSettings: strictSettings),
+        // The fuzz properties, shared by the libFuzzer executable and the corpus-replay tests.
+        .target(
+            name: "RealtimeFuzzing",
+            dependencies: ["RealtimeCore", "RealtimeWebSocket", "RealtimeSocketIO", "RealtimePusher",
+                           "RealtimeActionCable",
+                           .target(name: "COpenSSL", condition: .when(platforms: [.linux, .android]))],
+            swiftSettings: strictSettings
+        ),
 
         // Tests
         .testTarget(name: "RealtimeCoreTests", dependencies: ["RealtimeCore", "RealtimeTesting"],
@@ -86,8 +99,17 @@ let package = Package(
                     swiftSettings: strictSettings),
         .testTarget(name: "RealtimeActionCableTests", dependencies: ["RealtimeActionCable", "RealtimeTesting"],
                     swiftSettings: strictSettings),
+        .testTarget(name: "RealtimeFuzzingTests", dependencies: ["RealtimeFuzzing", "RealtimeCore"],
+                    swiftSettings: strictSettings),
         .testTarget(name: "IntegrationTests", dependencies: ["Realtime", "RealtimeTesting"],
                     swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )
+
+if fuzzing {
+    package.products.append(.executable(name: "realtime-fuzz", targets: ["realtime-fuzz"]))
+    package.targets.append(.executableTarget(
+        name: "realtime-fuzz", dependencies: ["RealtimeFuzzing"], path: "Tests/Fixtures/fuzz/Entry",
+        swiftSettings: strictSettings + [.unsafeFlags(["-parse-as-library"])]))
+}

@@ -92,7 +92,7 @@ public final class InMemoryPeer: Sendable {
         self.index = index
         self.handler = handler
         clientSide = ClientSide()
-        clientSide.peer.withLock { $0 = self }
+        clientSide.peer.withLock { $0.peer = self }
     }
 
     public var phase: Phase { state.withLock { $0.phase } }
@@ -188,10 +188,16 @@ public final class InMemoryPeer: Sendable {
     }
 
     final class ClientSide: TransportConnection {
-        let peer = Locked<InMemoryPeer?>(nil)
-        func send(_ frames: [TransportFrame]) { peer.withLock { $0 }?.clientSent(frames) }
-        func close(code: Int, reason: String) { peer.withLock { $0 }?.clientClosed(code: code, reason: reason, abort: false) }
-        func abort() { peer.withLock { $0 }?.clientClosed(code: 1006, reason: "", abort: true) }
-        func setReadingPaused(_ paused: Bool) { peer.withLock { $0 }?.clientPaused(paused) }
+        /// Weak: the peer owns this side, and the transport's `peers` list keeps the peer alive for as
+        /// long as a test can use it. A strong reference made a cycle that leaked every connection.
+        let peer = Locked(WeakPeer())
+        func send(_ frames: [TransportFrame]) { peer.withLock { $0.peer }?.clientSent(frames) }
+        func close(code: Int, reason: String) { peer.withLock { $0.peer }?.clientClosed(code: code, reason: reason, abort: false) }
+        func abort() { peer.withLock { $0.peer }?.clientClosed(code: 1006, reason: "", abort: true) }
+        func setReadingPaused(_ paused: Bool) { peer.withLock { $0.peer }?.clientPaused(paused) }
+    }
+
+    struct WeakPeer {
+        weak var peer: InMemoryPeer?
     }
 }

@@ -1,0 +1,72 @@
+import Foundation
+import RealtimeCore
+
+/// The JSON parser on arbitrary bytes: it parses or throws `.invalidJSON` with an offset inside the
+/// input; what parses serializes and parses back to the same value, is accepted by Foundation too (ours
+/// is the stricter parser), and obeys a tighter depth limit exactly as documented.
+enum JSONFuzz {
+    static func check(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
+        let parsed: JSONValue
+        do {
+            parsed = try JSONValue.parse(bytes)
+        } catch {
+            try require(error.code == .invalidJSON, "parse threw \(error.code), not invalid-json")
+            let offset = error.context.offset ?? -1
+            try require(offset >= 0 && offset <= bytes.count, "error offset \(offset) outside \(bytes.count) bytes")
+            try checkLimited(bytes, unlimited: nil)
+            return
+        }
+        let text = parsed.serialized()
+        switch Result(catching: { () throws(RealtimeError) in try JSONValue.parse(text) }) {
+        case .success(let again): try require(again == parsed, "serialized form parses to another value: \(text)")
+        case .failure(let error): throw FuzzFailure("serialized form does not parse (\(error)): \(text)")
+        }
+        let data = Data(bytes)
+        try require((try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil,
+                    "accepted here but refused by JSONSerialization")
+        try checkLimited(bytes, unlimited: parsed)
+    }
+
+    /// With `maximumDepth` 3 a document parses exactly when it parsed without the limit and nests at
+    /// most 3 deep; a deeper one fails with `.invalidJSON`. Depth is the text's nesting, not the value's:
+    /// a repeated member name can replace a deep value with a shallow one.
+    private static func checkLimited(_ bytes: UnsafeRawBufferPointer, unlimited: JSONValue?) throws(FuzzFailure) {
+        let limit = 3
+        let limited = Result(catching: { () throws(RealtimeError) in
+            try JSONValue.parse(bytes, limits: JSONLimits(maximumDepth: limit))
+        })
+        switch limited {
+        case .success(let value):
+            try require(value == unlimited, "parses with a depth limit but not without")
+            try require(nesting(of: bytes) <= limit, "a document \(nesting(of: bytes)) deep passed the limit of \(limit)")
+        case .failure(let error):
+            try require(error.code == .invalidJSON, "the limited parse threw \(error.code)")
+            if unlimited != nil {
+                try require(nesting(of: bytes) > limit, "a document \(nesting(of: bytes)) deep failed the limit of \(limit)")
+            }
+        }
+    }
+
+    /// The deepest nesting of arrays and objects in JSON text, brackets inside strings aside.
+    static func nesting(of bytes: UnsafeRawBufferPointer) -> Int {
+        var depth = 0
+        var deepest = 0
+        var inString = false
+        var escaped = false
+        for byte in bytes {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                deepest = max(deepest, depth)
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return deepest
+    }
+}
