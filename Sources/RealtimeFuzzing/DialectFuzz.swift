@@ -1,8 +1,8 @@
 import Foundation
-import RealtimeActionCable
-import RealtimeCore
-import RealtimePusher
-import RealtimeSocketIO
+@_spi(DialectAuthoring) import RealtimeActionCable
+@_spi(DialectAuthoring) import RealtimeCore
+@_spi(DialectAuthoring) import RealtimePusher
+@_spi(DialectAuthoring) import RealtimeSocketIO
 
 /// Each dialect's sans-I/O machine after its handshake, fed what a hostile server may send: text and
 /// binary messages, interleaved with what the engine would do meanwhile (fire the timers the machine
@@ -31,7 +31,7 @@ enum DialectFuzz {
 
     static func checkPusher(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
         let dialect = PusherDialect(vendor: .pusher, key: "app-key", host: "127.0.0.1",
-                                    authorizer: .inline(secret: "secret", presenceData: #"{"user_id":"7"}"#))
+                                    auth: .inline(secret: "secret", presenceData: #"{"user_id":"7"}"#))
         let established = #"{"event":"pusher:connection_established","data":"{\"socket_id\":\"1234.1234\",\"activity_timeout\":120}"}"#
         var driver = Driver(machine: dialect.makeMachine(), input: FuzzInput(bytes),
                             channels: ["room", "private-room", "presence-room", "private-encrypted-room"],

@@ -1,8 +1,8 @@
 import Foundation
-import RealtimeActionCable
-import RealtimeCore
-import RealtimePusher
-import RealtimeSocketIO
+@_spi(DialectAuthoring) import RealtimeActionCable
+@_spi(DialectAuthoring) import RealtimeCore
+@_spi(DialectAuthoring) import RealtimePusher
+@_spi(DialectAuthoring) import RealtimeSocketIO
 
 /// Redaction of what the session logs, on the frames each dialect really sends: a secret planted in
 /// an auth payload (Socket.IO CONNECT auth, Pusher auth and channel_data, Action Cable identifier
@@ -105,7 +105,7 @@ enum RedactionFuzz {
 
         mutating func pusherSubscribe() -> [String] {
             let dialect = PusherDialect(vendor: .pusher, key: "app-key", host: "127.0.0.1",
-                                        authorizer: .inline(secret: "unused"))
+                                        auth: .inline(secret: "unused"))
             var machine = dialect.makeMachine()
             var actions: [DialectAction] = []
             machine.connectionOpened(TransportOpenInfo(), actions: &actions)
