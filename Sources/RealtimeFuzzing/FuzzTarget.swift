@@ -13,6 +13,15 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case pusherInbound = "pusher-inbound"
     case actionCableInbound = "actioncable-inbound"
 
+    /// The targets this platform can run: the TLS reader exists only where OpenSSL is linked.
+    package static var available: [FuzzTarget] {
+        #if canImport(COpenSSL)
+        allCases
+        #else
+        allCases.filter { $0 != .tlsRecords }
+        #endif
+    }
+
     /// The target the fuzz executable runs, set in `LLVMFuzzerInitialize`.
     package static let selected = Locked<FuzzTarget?>(nil)
 

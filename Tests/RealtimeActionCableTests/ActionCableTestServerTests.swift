@@ -49,6 +49,23 @@ final class TestServerClient: Sendable {
 
 @Suite("Action Cable against the in-memory test server")
 struct ActionCableTestServerTests {
+    @Test("a connection still open when the test ends is freed with the server (no peer ↔ server cycle)")
+    func noRetainCycle() {
+        weak var peer: InMemoryPeer?
+        do {
+            let server = makeEchoServer()
+            let transport = InMemoryTransport(autoAccept: false)
+            server.attach(to: transport)
+            let request = ConnectionRequest(url: URL(string: "ws://127.0.0.1:3000/cable?token=valid-alice")!,
+                                            subprotocols: ["actioncable-v1-json"], origin: "http://127.0.0.1:3000")
+            _ = transport.open(request) { _ in }
+            peer = transport.lastPeer
+            #expect(peer?.phase == .open)
+            #expect(server.connectedUsers == ["alice"])
+        }
+        #expect(peer == nil)
+    }
+
     @Test("two clients in a room both hear a speak; a whisper and a receive reach the sender only")
     func room() async throws {
         let server = makeEchoServer()

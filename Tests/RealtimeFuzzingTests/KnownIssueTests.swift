@@ -9,6 +9,7 @@ import Testing
 /// drop the `withKnownIssue` (and the matching ``KnownDivergence`` case or known-failures line).
 @Suite("Fuzz findings owned by other work")
 struct KnownIssueTests {
+    #if os(Linux) || os(Android)
     /// A tls-records input: suite 0 (AES-128-GCM), cut seed 0, then steps.
     static func tls(_ steps: [UInt8]) -> [UInt8] { [0, 0] + steps }
 
@@ -63,6 +64,8 @@ struct KnownIssueTests {
         }
         #expect(try strict.get() == nil)
     }
+
+    #endif
 
     /// Log lines the fuzzer (or issue 13 item 4) found leaking; the secret is `S3CR3T-…`.
     static let leaks = [

@@ -154,7 +154,10 @@ public final class ActionCableTestServer: Sendable {
             return
         }
         let link = Link(peer)
-        peer.onReceive { [self] frame, _ in received(frame, from: link.id) }
+        // Neither the server nor the link (whose closures hold the peer): the server keeps the link in
+        // `connections` until it closes, so either capture made a cycle that leaked every connection still
+        // open when its test ended (LeakSanitizer).
+        peer.onReceive { [weak self, id = link.id] frame, _ in self?.received(frame, from: id) }
         peer.accept(subprotocol: Self.selectSubprotocol(peer.request.subprotocols))
         opened(link, request: peer.request)
     }
