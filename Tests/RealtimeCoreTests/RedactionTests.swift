@@ -18,7 +18,7 @@ struct RedactionTests {
 
     @Test("names are secret by whole words, camelCase and compounds", arguments: [
         ("auth", true), ("access_token", true), ("X-Auth-Token", true), ("authToken", true), ("jwt", true),
-        ("api_key", true), ("X-Api-Key", true), ("privateKey", true), ("shared_secret", true), ("Cookie", true),
+        ("api_key", true), ("X-Api-Key", true), ("session", true), ("sessionId", true), ("privateKey", true), ("shared_secret", true), ("Cookie", true),
         ("author", false), ("channel", false), ("tokenizer", false), ("keyboard", false), ("user_id", false),
     ])
     func secretNames(name: String, secret: Bool) {

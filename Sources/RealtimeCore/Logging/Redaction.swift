@@ -22,7 +22,7 @@ public enum Redaction {
     public static let secretWords: Set<String> = [
         "auth", "authorization", "authentication", "token", "tokens", "password", "passwd", "pwd",
         "passphrase", "secret", "secrets", "signature", "cookie", "cookies", "jwt", "credential",
-        "credentials", "apikey", "bearer", "otp",
+        "credentials", "apikey", "bearer", "otp", "session", "sessionid",
     ]
 
     /// Word pairs that mark a secret only together (`api_key`, `X-Api-Key`, `privateKey`).
