@@ -51,10 +51,10 @@ final class PusherChatServer: ChatServer {
         let vendor = server.vendor
         let identity = JSONValue.object([vendor.memberIDKey: .string(user),
                                          vendor.memberInfoKey: ["name": .string(user)]]).serialized()
-        let authorizer = PusherAuthorizer.inline(secret: server.secret, presenceData: identity)
+        let auth = PusherAuth.inline(secret: server.secret, presenceData: identity)
         let dialect: PusherDialect = vendor == .bird
-            ? .bird(appKey: server.key, authorizer: authorizer, host: "127.0.0.1", port: server.port)
-            : .pusher(key: server.key, authorizer: authorizer, host: "127.0.0.1", port: server.port)
+            ? .bird(key: server.key, auth: auth, host: "127.0.0.1", port: server.port)
+            : .pusher(key: server.key, auth: auth, host: "127.0.0.1", port: server.port)
         return .pusher(dialect)
     }
     func announce(_ message: ChatMessage) {

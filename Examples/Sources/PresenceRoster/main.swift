@@ -11,11 +11,11 @@ import RealtimeTesting
 let server = try PusherTestServer(key: "lobby-key", secret: "lobby-secret")
 
 /// A session for `user`. Each one signs its presence identity with the app secret, which only a test or a demo
-/// may do: an app asks its backend (`PusherAuthorizer.endpoint`), which knows who the user is.
+/// may do: an app asks its backend (`PusherAuth.endpoint`), which knows who the user is.
 func session(for user: String) -> RealtimeSession {
     let identity = #"{"user_id":"\#(user)","user_info":{"name":"\#(user.capitalized)"}}"#
     return RealtimeSession(dialect: .pusher(key: server.key,
-                                            authorizer: .inline(secret: server.secret, presenceData: identity),
+                                            auth: .inline(secret: server.secret, presenceData: identity),
                                             host: "127.0.0.1", port: server.port))
 }
 
@@ -26,7 +26,7 @@ func waitUntil(_ condition: () -> Bool) async -> Bool {
 }
 
 let alice = session(for: "alice")
-let roster = alice.presence("presence-lobby") { members in
+let roster = try alice.presence("presence-lobby") { members in
     let names = members.ids.map { members.members[$0]?["name"]?.stringValue ?? $0 }
     print("roster (\(members.count)): \(names.isEmpty ? "empty, not joined" : names.joined(separator: ", "))")
 }

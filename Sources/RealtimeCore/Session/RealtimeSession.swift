@@ -49,7 +49,7 @@ public final class RealtimeSession: Sendable {
     public var dialectName: String { engine.dialectName }
 
     /// Connects and waits until the dialect's handshake completes. Failed attempts are retried by the
-    /// reconnect policy while this waits, and each failure also reaches ``onError(_:)`` and
+    /// reconnect policy while this waits, and each failure also reaches ``onError(id:_:)`` and
     /// ``errors`` as it happens.
     ///
     /// - Parameter timeout: how long to wait over all attempts; `nil` uses
@@ -161,7 +161,7 @@ public final class RealtimeSession: Sendable {
     /// For adapters: calls `handler` for events named `event` (every event when `nil`) on `channel` (every
     /// channel when `nil`), and keeps it through ``removeAllHandlers()`` and `off(_:)`; only `off(id:)`
     /// removes it. A presence roster uses it so that an app clearing its own handlers does not silently
-    /// stop the roster. Apps use ``on(_:perform:)``.
+    /// stop the roster. Apps use ``on(_:id:perform:)``.
     @discardableResult
     public func addPersistentHandler(channel: ChannelID?, event: String?,
                                      perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {
