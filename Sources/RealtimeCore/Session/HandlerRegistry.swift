@@ -93,7 +93,8 @@ package final class HandlerRegistry: Sendable {
         let id = chosen ?? HandlerID()
         let key = Key(channel: channel, event: event)
         storage.withLock { storage in
-            _ = storage.remove(id)  // a chosen id registered again replaces its earlier registration
+            // A chosen id registered again replaces its earlier registration; a fresh one has none.
+            if chosen != nil { _ = storage.remove(id) }
             let entry = Entry(id: id, sequence: storage.nextSequence, key: key, once: once, persistent: persistent,
                               handler: handler)
             storage.nextSequence += 1
@@ -116,7 +117,7 @@ package final class HandlerRegistry: Sendable {
     package func addErrorObserver(id chosen: HandlerID? = nil, _ handler: @escaping ErrorHandler) -> HandlerID {
         let id = chosen ?? HandlerID()
         storage.withLock { storage in
-            _ = storage.remove(id)
+            if chosen != nil { _ = storage.remove(id) }
             storage.errorObservers.append((id, handler))
         }
         return id

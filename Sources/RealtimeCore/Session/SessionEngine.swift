@@ -159,7 +159,7 @@ final class SessionEngine: Sendable {
             case .open(let connection, let request):
                 open(connection, request)
             case .send(let connection, let frames):
-                if tracesFrames { for frame in frames { log(.trace, "→ \(dialect.logDescription(of: frame))") } }
+                if tracesFrames { for frame in frames { traceFrame("→", frame) } }
                 io.withLock { $0.connections[connection] }?.send(frames)
             case .close(let connection, let code, let reason):
                 io.withLock { $0.connections[connection] }?.close(code: code, reason: reason)
@@ -203,7 +203,7 @@ final class SessionEngine: Sendable {
         let handle = transport.open(request) { [weak self] event in
             guard let self else { return }
             if self.tracesFrames, case .received(let frames) = event {
-                for frame in frames { self.log(.trace, "← \(self.dialect.logDescription(of: frame))") }
+                for frame in frames { self.traceFrame("←", frame) }
             }
             if case .closed = event {
                 self.io.withLock { io in
@@ -304,6 +304,14 @@ final class SessionEngine: Sendable {
     func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard let logHandler, level >= logLevel else { return }
         logHandler(LogRecord(level: level, message: Redaction.redact(message()), source: dialectName))
+    }
+
+    /// A frame's trace line: the dialect's description is redacted already (whole, before the cut), so it
+    /// is not redacted a second time.
+    private func traceFrame(_ direction: String, _ frame: TransportFrame) {
+        guard let logHandler else { return }
+        logHandler(LogRecord(level: .trace, message: "\(direction) \(dialect.logDescription(of: frame))",
+                             source: dialectName))
     }
 
     /// Closes the connection and stops timers; used when the session is released.
