@@ -16,17 +16,14 @@ import RealtimeWebSocket
 ///
 /// Input: a suite byte, a cut-seed byte, then steps (see ``StreamBuilder/step(_:)``).
 ///
-/// Property (strict, `REALTIME_FUZZ_STRICT=1`): after every read both have produced the same plaintext,
-/// byte for byte, and have ended the same way (close_notify, or failure with the same alert sent or
-/// received); at the end, when neither ended, both followed the same key updates, agree whether one was
-/// asked of us, and a partial record OpenSSL holds is held by the reader too. By default the target
-/// tolerates the ``KnownDivergence`` cases (already reported), so that CI checks everything else.
+/// Property: after every read both have produced the same plaintext, byte for byte, and have ended the
+/// same way (close_notify, or failure with the same alert sent or received); at the end, when neither
+/// ended, both followed the same key updates, agree whether one was asked of us, and a partial record
+/// OpenSSL holds is held by the reader too.
 package enum TLSRecordDifferential {
-    /// `strict` compares endings after every read and tolerates no ``KnownDivergence``. Returns the known
-    /// divergence that explained a difference, nil when the readers agreed exactly.
+    /// Returns how both readers ended (they agree, or this throws).
     @discardableResult
-    package static func check(_ bytes: UnsafeRawBufferPointer,
-                              strict: Bool = strictByDefault) throws(FuzzFailure) -> KnownDivergence? {
+    package static func check(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) -> Ending {
         var input = FuzzInput(bytes)
         let suite = TLS13Suite.allCases[input.int(below: TLS13Suite.allCases.count)]
         var cutRandom = SplitMix64(seed: UInt64(input.byte()))
@@ -49,14 +46,14 @@ package enum TLSRecordDifferential {
             left -= size
         }
         do {
-            return try compare(stream, cuts: cuts, connection: connection, suite: suite, strict: strict)
+            return try compare(stream, cuts: cuts, connection: connection, suite: suite)
         } catch {
             throw FuzzFailure("\(error.message)\n steps: \(steps)")
         }
     }
 
     /// How a reader stopped.
-    enum Ending: Equatable, CustomStringConvertible {
+    package enum Ending: Equatable, CustomStringConvertible {
         case open
         case closedByPeer
         /// Failed; the alert it sends, if any.
@@ -65,15 +62,7 @@ package enum TLSRecordDifferential {
         case receivedAlert(Int32)
         case failedWithoutAlert(String)
 
-        /// Failed, whatever the alert.
-        var isFailure: Bool { self != .open && self != .closedByPeer }
-
-        var isReceivedAlert: Bool {
-            if case .receivedAlert = self { return true }
-            return false
-        }
-
-        var description: String {
+        package var description: String {
             switch self {
             case .open: "open"
             case .closedByPeer: "close_notify"
@@ -85,7 +74,7 @@ package enum TLSRecordDifferential {
     }
 
     static func compare(_ stream: [UInt8], cuts: [Int], connection: MemoryTLSConnection,
-                        suite: TLS13Suite, strict: Bool) throws(FuzzFailure) -> KnownDivergence? {
+                        suite: TLS13Suite) throws(FuzzFailure) -> Ending {
         let reader: TLS13RecordReader
         do {
             reader = try TLS13RecordReader(suite: suite, secret: connection.serverSecret,
@@ -95,7 +84,6 @@ package enum TLSRecordDifferential {
         }
         var direct: [UInt8] = []
         var directEnding = Ending.open
-        var directError: RealtimeError?
         var openSSL: [UInt8] = []
         var openSSLEnding = Ending.open
         var offset = 0
@@ -118,33 +106,20 @@ package enum TLSRecordDifferential {
                 case .success: break
                 case .failure(let error):
                     directEnding = ending(of: error)
-                    directError = error
                 }
             }
             if openSSLEnding == .open {
                 openSSLEnding = connection.clientReads(piece, into: &openSSL)
             }
             let read = "read \(index + 1) of \(cuts.count) (\(offset) of \(stream.count) bytes)"
-            if directEnding == .open && openSSLEnding == .open || strict {
-                try require(direct == openSSL, """
-                    plaintext differs after \(read): reader \(direct.count) bytes (\(directEnding)), \
-                    OpenSSL \(openSSL.count) bytes (\(openSSLEnding))
-                    """)
-            }
-            if strict {
-                try require(directEnding == openSSLEnding, "endings differ after \(read): reader: \(directEnding); OpenSSL: \(openSSLEnding)")
-            }
+            try require(direct == openSSL, """
+                plaintext differs after \(read): reader \(direct.count) bytes (\(directEnding)), \
+                OpenSSL \(openSSL.count) bytes (\(openSSLEnding))
+                """)
+            try require(directEnding == openSSLEnding,
+                        "endings differ after \(read): reader: \(directEnding); OpenSSL: \(openSSLEnding)")
         }
-        let outcome = "after all \(cuts.count) reads (\(stream.count) bytes): reader \(direct.count) bytes, \(directEnding); OpenSSL \(openSSL.count) bytes, \(openSSLEnding)"
-        if direct != openSSL || directEnding != openSSLEnding {
-            // Only a known divergence may explain a difference.
-            let known = strict ? nil : KnownDivergence.matching(
-                reader: directEnding, readerError: directError, readerPlaintext: direct.count,
-                openSSL: openSSLEnding, openSSLPlaintext: openSSL.count, connection: connection, readerObject: reader)
-            try require(known != nil, "the readers disagree \(outcome)")
-            return known
-        }
-        guard directEnding == .open else { return nil }
+        guard directEnding == .open else { return directEnding }
         // One way only: OpenSSL does not count a lone record header it has read as pending.
         try require(reader.holdsPartialRecord || !connection.clientHoldsPartialRecord,
                     "OpenSSL holds the start of a record at the end, the reader does not")
@@ -152,11 +127,8 @@ package enum TLSRecordDifferential {
                     "key updates followed: reader \(reader.keyUpdates), OpenSSL \(connection.observer.keyUpdatesRead)")
         try require(reader.peerRequestedKeyUpdate == connection.owesKeyUpdate,
                     "a key update asked of us: reader \(reader.peerRequestedKeyUpdate), OpenSSL \(connection.owesKeyUpdate)")
-        return nil
+        return .open
     }
-
-    /// `REALTIME_FUZZ_STRICT=1` makes the fuzz target strict.
-    package static let strictByDefault = ProcessInfo.processInfo.environment["REALTIME_FUZZ_STRICT"] == "1"
 
     static func hex(_ bytes: some Collection<UInt8>) -> String {
         bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
@@ -165,7 +137,8 @@ package enum TLSRecordDifferential {
     /// The reader's error as an ending: its `context.detail` names the alert it would have OpenSSL send.
     static func ending(of error: RealtimeError) -> Ending {
         let alerts: [String: Int32] = ["unexpected_message": 10, "bad_record_mac": 20, "record_overflow": 22,
-                                       "decode_error": 50, "internal_error": 80]
+                                       "illegal_parameter": 47, "decode_error": 50, "protocol_version": 70,
+                                       "internal_error": 80]
         if let detail = error.context.detail, let alert = alerts[detail] { return .sentAlert(alert) }
         // "the peer sent the TLS alert <name> (<number>)"
         if error.message.hasPrefix("the peer sent the TLS alert"), let open = error.message.lastIndex(of: "("),
@@ -173,65 +146,6 @@ package enum TLSRecordDifferential {
             return .receivedAlert(number)
         }
         return .failedWithoutAlert(error.message)
-    }
-}
-
-/// Where the two readers may differ without failing the target (outside `REALTIME_FUZZ_STRICT=1`).
-///
-/// Generally tolerated, as not a difference in what is accepted: which alert a rejection sends and at
-/// which read it is noticed (OpenSSL rejects a bad record header as soon as it arrives; the reader once
-/// the whole record is there, which may be never). The plaintext before a rejection must still be the
-/// same byte for byte.
-///
-/// The cases below are real differences in what is accepted, found by this target and reported in
-/// issue 13 rather than fixed here (the reader belongs to the TLS work); each has a regression test
-/// (`withKnownIssue`) in RealtimeFuzzingTests that fails once it is fixed, and is then removed.
-package enum KnownDivergence: String, CaseIterable, Sendable {
-    /// Both refuse (or one waits for the rest of the record the other refused), with another alert or
-    /// at another read: a bad header type or version (OpenSSL: at once; the reader: once the record is
-    /// whole, bad_record_mac for a changed version), an alert of other than two bytes (decode_error
-    /// against unexpected_message), an unprotected alert (the reader reports the peer's alert, OpenSSL
-    /// unexpected_message), a header both too long and of a bad version, an unknown handshake type.
-    case alertOrTimingOnly
-    /// The reader drops NewSessionTicket messages unread; OpenSSL parses them and fails a malformed one
-    /// with decode_error, so the reader goes on reading where OpenSSL stopped.
-    case ticketsNotParsed
-    /// An encrypted user_canceled alert, of any level: OpenSSL ignores it (RFC 8446 §6.1 says a
-    /// close_notify follows), the reader fails the connection.
-    case userCanceledIsFatal
-    /// An alert (close_notify too) while a post-handshake message of an unknown type is incomplete: the
-    /// reader, which checks the type only once the message is whole, acts on the alert; OpenSSL refused
-    /// the message when its header came.
-    case alertInsideHandshakeMessage
-    /// A post-handshake message longer than 64 KiB: the reader refuses it at once, OpenSSL waits for the
-    /// whole message (even accepting a close_notify meanwhile) and refuses only much larger ones, with
-    /// illegal_parameter.
-    case handshakeMessageLimit
-
-    static func matching(reader: TLSRecordDifferential.Ending, readerError: RealtimeError?, readerPlaintext: Int,
-                         openSSL: TLSRecordDifferential.Ending, openSSLPlaintext: Int,
-                         connection: MemoryTLSConnection, readerObject: TLS13RecordReader) -> KnownDivergence? {
-        // Both refused, or one refused a record the other still waits for: timing and alert only.
-        let plaintextAgrees = readerPlaintext == openSSLPlaintext
-        if plaintextAgrees, reader.isFailure, openSSL.isFailure { return .alertOrTimingOnly }
-        if plaintextAgrees, reader.isFailure, openSSL == .open, connection.clientHoldsPartialRecord { return .alertOrTimingOnly }
-        if plaintextAgrees, openSSL.isFailure, reader == .open, readerObject.bufferedByteCount > 0 { return .alertOrTimingOnly }
-
-        if openSSL.isFailure, connection.observer.lastHandshakeMessageRead == 4, readerPlaintext >= openSSLPlaintext {
-            return .ticketsNotParsed
-        }
-        if reader == .receivedAlert(90), readerError?.context.detail?.hasPrefix("alert level") == true,
-           openSSLPlaintext >= readerPlaintext {
-            return .userCanceledIsFatal
-        }
-        if reader == .closedByPeer || reader.isReceivedAlert, readerObject.bufferedByteCount > 0, openSSL.isFailure,
-           plaintextAgrees {
-            return .alertInsideHandshakeMessage
-        }
-        if readerError?.message.contains("a post-handshake message of") == true, plaintextAgrees {
-            return .handshakeMessageLimit
-        }
-        return nil
     }
 }
 
@@ -362,8 +276,6 @@ final class OpenSSLObserver {
     var sentAlert: Int32?
     var receivedAlert: Int32?
     var keyUpdatesRead = 0
-    /// The type of the last handshake message OpenSSL read (4: NewSessionTicket).
-    var lastHandshakeMessageRead: UInt8?
     var keyUpdatesWritten = 0
 }
 
@@ -421,13 +333,13 @@ final class MemoryTLSConnection {
         SSL_set_info_callback(client) { ssl, kind, value in
             guard let observer = OpenSSLContexts.observer(of: ssl) else { return }
             if kind & SSL_CB_WRITE_ALERT == SSL_CB_WRITE_ALERT, observer.sentAlert == nil { observer.sentAlert = value & 0xFF }
-            if kind & SSL_CB_READ_ALERT == SSL_CB_READ_ALERT, observer.receivedAlert == nil { observer.receivedAlert = value & 0xFF }
+            // The last alert read is the one that ended the connection (user_canceled ones before it are ignored).
+            if kind & SSL_CB_READ_ALERT == SSL_CB_READ_ALERT { observer.receivedAlert = value & 0xFF }
         }
         SSL_set_msg_callback(client) { writing, _, contentType, bytes, length, ssl, _ in
             guard contentType == SSL3_RT_HANDSHAKE, length > 0, let bytes,
                   let observer = OpenSSLContexts.observer(of: ssl) else { return }
             let type = bytes.load(as: UInt8.self)
-            if writing == 0 { observer.lastHandshakeMessageRead = type }
             guard type == 24 else { return }
             if writing == 0 { observer.keyUpdatesRead += 1 } else { observer.keyUpdatesWritten += 1 }
         }

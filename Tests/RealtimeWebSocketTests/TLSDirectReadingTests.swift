@@ -321,7 +321,8 @@ struct TLSDirectReadingTests {
 extension TLSDirectReadingTests {
     @Test("a rejected record is answered with the matching fatal alert, and no close_notify after it",
           arguments: [("tampered", "bad record mac"), ("too long", "record overflow"),
-                      ("unprotected change_cipher_spec", "unexpected message"), ("short", nil)])
+                      ("unprotected change_cipher_spec", "unexpected message"), ("short", "bad record mac"),
+                      ("not TLS", "protocol version"), ("version 0x0301", nil)])
     func alertOnRejection(_ name: String, alert: String?) throws {
         // The server reads through OpenSSL, which names the alert it receives.
         let (client, server) = try pair(client: .directDecryptionOptimization, server: .openSSL)
@@ -336,7 +337,9 @@ extension TLSDirectReadingTests {
             bytes[bytes.count - 3] ^= 0x40
         case "too long": bytes = [23, 3, 3, 0x41, 0x01] + [UInt8](repeating: 0, count: 10)
         case "unprotected change_cipher_spec": bytes = [20, 3, 3, 0, 1, 1]
-        default: bytes = [23, 3, 3, 0, 16] + [UInt8](repeating: 0, count: 16)
+        case "short": bytes = [23, 3, 3, 0, 16] + [UInt8](repeating: 0, count: 16)
+        case "not TLS": bytes = [23, 2, 3, 0, 20]
+        default: bytes = [23, 3, 1, 0, 20]
         }
         #expect(throws: RealtimeError.self) {
             try bytes.withUnsafeMutableBytes { raw in Result { () throws(RealtimeError) in try client.feed(raw) } }.get()
@@ -449,7 +452,9 @@ struct TLS13RecordReaderTests {
         let sealer = Sealer()
         var stream: [UInt8] = []
         var expected: [UInt8] = []
-        let ticket: [UInt8] = [4, 0, 0, 40] + [UInt8](repeating: 0xAB, count: 40)
+        // A well-formed NewSessionTicket: lifetime, age_add, a 1-byte nonce, a 26-byte ticket, no extensions.
+        let ticket: [UInt8] = [4, 0, 0, 40, 0, 0, 0, 60, 1, 2, 3, 4, 1, 9, 0, 26]
+            + [UInt8](repeating: 0xAB, count: 26) + [0, 0]
         stream += sealer.seal(Array(ticket[0..<10]), type: 22)
         stream += sealer.seal(Array(ticket[10...]), type: 22, padding: 7)
         for index in 0..<20 {
@@ -534,20 +539,24 @@ struct TLS13RecordReaderTests {
 
     @Test("malformed records each get their own typed error", arguments: [
         "unprotected alert", "unprotected change_cipher_spec", "no content type", "too long", "plaintext too long",
-        "short", "data inside a handshake message", "data after KeyUpdate", "unknown handshake message",
-        "wrong sequence number",
+        "short", "not TLS", "version 0x0301", "malformed ticket", "KeyUpdate request 2",
+        "data inside a handshake message", "data after KeyUpdate", "unknown handshake message", "wrong sequence number",
     ])
     func malformed(_ name: String) throws {
         let sealer = Sealer()
         let stream: [UInt8]
         let detail: String
         switch name {
-        case "unprotected alert": (stream, detail) = ([21, 3, 3, 0, 2, 2, 80], "unprotected alert level 2")
+        case "unprotected alert": (stream, detail) = ([21, 3, 3, 0, 2, 2, 80], "unexpected_message")
         case "unprotected change_cipher_spec": (stream, detail) = ([20, 3, 3, 0, 1, 1], "unexpected_message")
         case "no content type": (stream, detail) = (sealer.seal([], type: 0, padding: 5), "unexpected_message")
         case "too long": (stream, detail) = ([23, 3, 3, 0x41, 0x01] + [UInt8](repeating: 0, count: 10), "record_overflow")
         case "plaintext too long": (stream, detail) = (sealer.seal([UInt8](repeating: 1, count: 16_385), type: 23), "record_overflow")
-        case "short": (stream, detail) = ([23, 3, 3, 0, 16] + [UInt8](repeating: 0, count: 16), "decode_error")
+        case "short": (stream, detail) = ([23, 3, 3, 0, 16] + [UInt8](repeating: 0, count: 16), "bad_record_mac")
+        case "not TLS": (stream, detail) = ([23, 2, 3, 0, 20], "protocol_version")
+        case "version 0x0301": (stream, detail) = ([23, 3, 1, 0, 20], "decode_error")
+        case "malformed ticket": (stream, detail) = (sealer.seal([4, 0, 0, 2, 1, 2], type: 22), "decode_error")
+        case "KeyUpdate request 2": (stream, detail) = (sealer.seal([24, 0, 0, 1, 2], type: 22), "illegal_parameter")
         case "data inside a handshake message":
             (stream, detail) = (sealer.seal([4, 0, 0, 9, 1], type: 22) + sealer.seal([1], type: 23), "unexpected_message")
         case "data after KeyUpdate":

@@ -62,10 +62,15 @@ package enum TLS13Suite: Sendable, CaseIterable {
 
 /// Decrypts the peer's TLS 1.3 application-traffic records itself (RFC 8446 §5), after OpenSSL has done
 /// the handshake: one AEAD pass, in place, over the bytes read off the socket, where OpenSSL's record
-/// layer copies them into its BIO, into its record buffer and out again. Post-handshake
-/// messages are handled here (session tickets are dropped, KeyUpdate moves to the next secret and asks
-/// the engine to answer when the peer requested it); sending stays with OpenSSL. Fed bytes, it owns no
-/// socket. Confined to one thread at a time.
+/// layer copies them into its BIO, into its record buffer and out again. Post-handshake messages are
+/// handled here (session tickets are checked and dropped, KeyUpdate moves to the next secret and asks the
+/// engine to answer when the peer requested it); sending stays with OpenSSL. Fed bytes, it owns no socket.
+/// Confined to one thread at a time.
+///
+/// It accepts and refuses exactly what OpenSSL 3's own record layer does for a TLS 1.3 client after the
+/// handshake, with the same alert, at the same byte: record headers are checked as soon as their five
+/// bytes arrive, a handshake message's type and size as soon as its four header bytes do, warning alerts
+/// and empty records are counted the same way. The differential fuzz target (`tls-records`) holds it to that.
 package final class TLS13RecordReader {
     /// Why a read stopped.
     package enum Outcome: Equatable {
@@ -81,8 +86,14 @@ package final class TLS13RecordReader {
     package static let maximumCiphertextLength = 16_384 + 256
     /// The largest plaintext one record can carry.
     package static let maximumPlaintextLength = 16_384
-    /// Post-handshake messages (session tickets) beyond this are refused rather than buffered.
-    package static let maximumHandshakeMessageLength = 65_536
+    /// The largest NewSessionTicket accepted (OpenSSL's limit: a 2^16-byte ticket, its extensions and
+    /// fields); longer ones are refused as soon as their header arrives, so at most this much is buffered.
+    package static let maximumTicketLength = 131_338
+    /// Empty application-data records in a row before the connection is refused (a peer could otherwise
+    /// keep the reader busy without progress).
+    static let maximumEmptyRecords = 32
+    /// Warning alerts (user_canceled counts as one) in a row that end the connection.
+    static let warningAlertLimit = 5
 
     package let suite: TLS13Suite
     private let opener: AEADOpener
@@ -103,10 +114,27 @@ package final class TLS13RecordReader {
     /// Key updates the peer made since the reader took over.
     package private(set) var keyUpdates = 0
     /// Set when the peer's KeyUpdate asked us to update our sending keys; the engine answers and clears it.
-    package var peerRequestedKeyUpdate = false
+    package var peerRequestedKeyUpdate = false {
+        didSet { if !peerRequestedKeyUpdate { answerDueBeforeNextMessage = false } }
+    }
+    /// OpenSSL writes the KeyUpdate it owes when the next post-handshake message header is whole, before
+    /// reading that message; a header that ended its record is then judged only when the next record
+    /// comes. Mirrored while the engine has not answered yet.
+    private var answerDueBeforeNextMessage = false
     private var partialRecord: [UInt8] = []
-    private var handshakeBytes: [UInt8] = []
+    /// The first bytes (fewer than four) of a handshake message header.
+    private var handshakeHeader: [UInt8] = []
+    /// A post-handshake message whose header was accepted and whose body is still arriving.
+    private var handshakeMessage: PendingHandshakeMessage?
+    private var emptyRecordsInARow = 0
+    private var warningAlertsInARow = 0
     private var peerClosed = false
+
+    private struct PendingHandshakeMessage {
+        let type: UInt8
+        let length: Int
+        var body: [UInt8] = []
+    }
 
     /// A reader for records protected with `secret` (the peer's current application traffic secret, copied:
     /// the caller wipes its own), the next of which has sequence number `sequenceNumber`; `path` picks the
@@ -178,12 +206,14 @@ package final class TLS13RecordReader {
     }
 
     /// Bytes of a partial record waiting for the rest.
-    package var bufferedByteCount: Int { partialRecord.count + handshakeBytes.count }
+    package var bufferedByteCount: Int {
+        partialRecord.count + handshakeHeader.count + (handshakeMessage.map { 4 + $0.body.count } ?? 0)
+    }
 
     /// Gives back the capacity of empty carry buffers (an idle connection keeps nothing).
     package func releaseBuffers() {
         if partialRecord.isEmpty { partialRecord = [] }
-        if handshakeBytes.isEmpty { handshakeBytes = [] }
+        if handshakeHeader.isEmpty { handshakeHeader = [] }
     }
 
     /// True while the start of a record waits for the rest.
@@ -216,7 +246,8 @@ package final class TLS13RecordReader {
             partialRecord.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0..<headerTaken]))
             position = headerTaken
             guard partialRecord.count >= 5 else { return .needMoreCiphertext }
-            let total = try Self.checkedLength(Int(partialRecord[3]) << 8 | Int(partialRecord[4])) + 5
+            let total = try Self.checkedHeader(partialRecord[0], partialRecord[1], partialRecord[2],
+                                               Int(partialRecord[3]) << 8 | Int(partialRecord[4]))
             let bodyTaken = min(total - partialRecord.count, bytes.count - position)
             partialRecord.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[position..<position + bodyTaken]))
             position += bodyTaken
@@ -233,7 +264,8 @@ package final class TLS13RecordReader {
             guard try opened.get() else { return peerClosed ? .closedByPeer : .stopped }
         }
         while bytes.count - position >= 5 {
-            let total = try Self.checkedLength(Int(bytes[position + 3]) << 8 | Int(bytes[position + 4])) + 5
+            let total = try Self.checkedHeader(bytes[position], bytes[position + 1], bytes[position + 2],
+                                               Int(bytes[position + 3]) << 8 | Int(bytes[position + 4]))
             guard bytes.count - position >= total else { break }
             let record = UnsafeMutableRawBufferPointer(rebasing: bytes[position..<position + total])
             position += total
@@ -243,27 +275,40 @@ package final class TLS13RecordReader {
         return .needMoreCiphertext
     }
 
-    /// A record header's length field, checked against the size TLS 1.3 allows.
-    private static func checkedLength(_ length: Int) throws(RealtimeError) -> Int {
+    /// Checks a record header the moment its five bytes are here, in OpenSSL's order; returns the length
+    /// of the whole record. After the handshake every record is protected: outer type application_data,
+    /// legacy version 0x0303.
+    private static func checkedHeader(_ type: UInt8, _ major: UInt8, _ minor: UInt8,
+                                      _ length: Int) throws(RealtimeError) -> Int {
+        let version = UInt16(major) << 8 | UInt16(minor)
+        guard major == 3 else {
+            throw failure("protocol_version", "a record of version \(hex(version)), which is not TLS")
+        }
+        guard type == 23 else {
+            throw failure("unexpected_message", "an unprotected record of type \(type) after the handshake")
+        }
+        guard version == 0x0303 else {
+            throw failure("decode_error", "a protected record of version \(hex(version)) instead of 0x0303")
+        }
         guard length <= maximumCiphertextLength else {
             throw failure("record_overflow", "a record of \(length) bytes is longer than TLS 1.3 allows")
         }
-        return length
+        return length + 5
     }
 
-    /// Decrypts one whole record in place and acts on its content; false when reading stops.
+    private static func hex(_ version: UInt16) -> String {
+        let digits = String(version, radix: 16)
+        return "0x" + String(repeating: "0", count: 4 - digits.count) + digits
+    }
+
+    /// Decrypts one whole record (its header checked) in place and acts on its content; false when
+    /// reading stops.
     private func open(_ record: UnsafeMutableRawBufferPointer,
                       deliver: (UnsafeRawBufferPointer) -> Bool) throws(RealtimeError) -> Bool {
-        let type = record[0]
-        guard type == 23 else {
-            if type == 21, record.count == 7 {
-                throw Self.alertFailure(level: record[5], description: record[6], encrypted: false)
-            }
-            throw Self.failure("unexpected_message", "an unprotected record of type \(type) after the handshake")
-        }
         let length = record.count - 5
+        // A tag and at least the content type byte; anything shorter cannot authenticate.
         guard length > TLS13Suite.tagLength else {
-            throw Self.failure("decode_error", "a protected record of \(length) bytes is too short to hold a tag")
+            throw Self.failure("bad_record_mac", "a protected record of \(length) bytes is too short to hold a tag")
         }
         let sealedLength = length - TLS13Suite.tagLength
         let plaintext = record.baseAddress! + 5
@@ -273,32 +318,62 @@ package final class TLS13RecordReader {
         while end > 0, plaintext.load(fromByteOffset: end - 1, as: UInt8.self) == 0 { end -= 1 }
         guard end > 0 else { throw Self.failure("unexpected_message", "a record with no content type") }
         let contentType = plaintext.load(fromByteOffset: end - 1, as: UInt8.self)
-        let contentLength = end - 1
-        guard contentLength <= Self.maximumPlaintextLength else {
-            throw Self.failure("record_overflow", "a record carrying \(contentLength) bytes of plaintext")
-        }
-        switch contentType {
-        case 23:
-            guard handshakeBytes.isEmpty else {
-                throw Self.failure("unexpected_message", "application data inside a fragmented handshake message")
-            }
-            return contentLength == 0 || deliver(UnsafeRawBufferPointer(start: plaintext, count: contentLength))
-        case 22:
-            guard contentLength > 0 else { throw Self.failure("unexpected_message", "an empty handshake record") }
-            handshakeBytes.append(contentsOf: UnsafeRawBufferPointer(start: plaintext, count: contentLength))
-            try handlePostHandshakeMessages()
-            return true
-        case 21:
-            guard contentLength == 2 else { throw Self.failure("decode_error", "an alert of \(contentLength) bytes") }
-            let description = plaintext.load(fromByteOffset: 1, as: UInt8.self)
-            if description == 0 {  // close_notify
-                peerClosed = true
-                return false
-            }
-            throw Self.alertFailure(level: plaintext.load(as: UInt8.self), description: description, encrypted: true)
-        default:
+        let content = UnsafeRawBufferPointer(start: plaintext, count: end - 1)
+        guard (21...23).contains(contentType) else {
             throw Self.failure("unexpected_message", "a record of content type \(contentType)")
         }
+        guard !content.isEmpty || contentType == 23 else {
+            throw Self.failure("unexpected_message", "an empty \(contentType == 22 ? "handshake" : "alert") record")
+        }
+        guard content.count <= Self.maximumPlaintextLength else {
+            throw Self.failure("record_overflow", "a record carrying \(content.count) bytes of plaintext")
+        }
+        if content.isEmpty {
+            emptyRecordsInARow += 1
+            guard emptyRecordsInARow <= Self.maximumEmptyRecords else {
+                throw Self.failure("unexpected_message", "more than \(Self.maximumEmptyRecords) empty records in a row")
+            }
+        } else {
+            emptyRecordsInARow = 0
+        }
+        guard handshakeHeader.isEmpty || contentType == 22 else {
+            throw Self.failure("unexpected_message", "a record of content type \(contentType) inside a handshake message header")
+        }
+        if contentType != 21, !content.isEmpty { warningAlertsInARow = 0 }
+        switch contentType {
+        case 23:
+            guard handshakeMessage == nil else {
+                throw Self.failure("unexpected_message", "application data inside a fragmented handshake message")
+            }
+            return content.isEmpty || deliver(content)
+        case 22:
+            try readHandshake(content)
+            return true
+        default:
+            return try readAlert(content)
+        }
+    }
+
+    /// An alert inside a protected record: close_notify ends reading, user_canceled is ignored (RFC 8446
+    /// §6.1: a close_notify follows), any other alert is fatal whatever its level. Warning-level alerts and
+    /// user_canceled count towards ``warningAlertLimit`` until a record with other content arrives.
+    private func readAlert(_ alert: UnsafeRawBufferPointer) throws(RealtimeError) -> Bool {
+        guard alert.count == 2 else { throw Self.failure("unexpected_message", "an alert of \(alert.count) bytes") }
+        let level = alert[0]
+        let description = alert[1]
+        let userCanceled: UInt8 = 90
+        if level == 1 || description == userCanceled {
+            warningAlertsInARow += 1
+            guard warningAlertsInARow < Self.warningAlertLimit else {
+                throw Self.failure("unexpected_message", "\(Self.warningAlertLimit) warning alerts in a row")
+            }
+        }
+        if description == userCanceled { return true }
+        if description == 0 {  // close_notify
+            peerClosed = true
+            return false
+        }
+        throw Self.alertFailure(level: level, description: description)
     }
 
     private func decrypt(_ record: UnsafeMutableRawBufferPointer, sealedLength: Int) throws(RealtimeError) {
@@ -323,35 +398,101 @@ package final class TLS13RecordReader {
         sequenceNumber += 1
     }
 
-    private func handlePostHandshakeMessages() throws(RealtimeError) {
-        while handshakeBytes.count >= 4 {
-            let type = handshakeBytes[0]
-            let length = Int(handshakeBytes[1]) << 16 | Int(handshakeBytes[2]) << 8 | Int(handshakeBytes[3])
-            guard length <= Self.maximumHandshakeMessageLength else {
-                throw Self.failure("unexpected_message", "a post-handshake message of \(length) bytes")
-            }
-            guard handshakeBytes.count >= 4 + length else { return }
-            switch type {
-            case 4:  // NewSessionTicket: this client does not resume sessions
-                break
-            case 24:  // KeyUpdate
-                guard length == 1, handshakeBytes[4] <= 1 else {
-                    throw Self.failure("decode_error", "a malformed KeyUpdate")
+    /// Assembles post-handshake messages from a handshake record. A message's type and announced size are
+    /// judged as soon as its header is whole; the message is acted on as soon as its body is.
+    private func readHandshake(_ content: UnsafeRawBufferPointer) throws(RealtimeError) {
+        var offset = 0
+        repeat {
+            if handshakeMessage == nil {
+                let taken = min(4 - handshakeHeader.count, content.count - offset)
+                handshakeHeader.append(contentsOf: UnsafeRawBufferPointer(rebasing: content[offset..<offset + taken]))
+                offset += taken
+                guard handshakeHeader.count == 4 else { return }
+                if answerDueBeforeNextMessage {
+                    answerDueBeforeNextMessage = false
+                    if offset == content.count { return }
                 }
-                // The next record is under the new key, so nothing may follow in this one.
-                guard handshakeBytes.count == 5 else {
-                    throw Self.failure("unexpected_message", "data after a KeyUpdate in the same record")
+                let type = handshakeHeader[0]
+                let length = Int(handshakeHeader[1]) << 16 | Int(handshakeHeader[2]) << 8 | Int(handshakeHeader[3])
+                secureZero(&handshakeHeader)
+                handshakeHeader.removeAll(keepingCapacity: true)
+                let limit: Int
+                switch type {
+                case 4: limit = Self.maximumTicketLength  // NewSessionTicket
+                case 24: limit = 1  // KeyUpdate
+                default: throw Self.failure("unexpected_message", "post-handshake message type \(type)")
                 }
-                if handshakeBytes[4] == 1 { peerRequestedKeyUpdate = true }
-                suite.expandLabel(secret: UnsafeRawBufferPointer(secret), label: "traffic upd", into: secret)
-                sequenceNumber = 0
-                keyUpdates += 1
-                try installKeys()
-            default:
-                throw Self.failure("unexpected_message", "post-handshake message type \(type)")
+                guard length <= limit else {
+                    throw Self.failure("illegal_parameter",
+                                       "a post-handshake message of type \(type) announcing \(length) bytes (at most \(limit))")
+                }
+                handshakeMessage = PendingHandshakeMessage(type: type, length: length)
             }
-            handshakeBytes.withUnsafeMutableBytes { secureZero(UnsafeMutableRawBufferPointer(rebasing: $0[0..<4 + length])) }
-            handshakeBytes.removeFirst(4 + length)
+            guard var message = handshakeMessage else { return }
+            handshakeMessage = nil
+            let taken = min(message.length - message.body.count, content.count - offset)
+            message.body.append(contentsOf: UnsafeRawBufferPointer(rebasing: content[offset..<offset + taken]))
+            offset += taken
+            guard message.body.count == message.length else {
+                handshakeMessage = message
+                return
+            }
+            defer { secureZero(&message.body) }
+            try act(on: message, moreInRecord: offset < content.count)
+        } while offset < content.count
+    }
+
+    /// A whole post-handshake message.
+    private func act(on message: PendingHandshakeMessage, moreInRecord: Bool) throws(RealtimeError) {
+        if message.type == 4 {
+            // This client does not resume sessions: the ticket is checked, then dropped.
+            let checked = message.body.withUnsafeBytes { ticket in
+                Result { () throws(RealtimeError) in try Self.checkTicket(ticket) }
+            }
+            return try checked.get()
+        }
+        // KeyUpdate: the next record is under the new key, so nothing may follow in this one.
+        guard !moreInRecord else {
+            throw Self.failure("unexpected_message", "data after a KeyUpdate in the same record")
+        }
+        guard let request = message.body.first else { throw Self.failure("decode_error", "an empty KeyUpdate") }
+        guard request <= 1 else { throw Self.failure("illegal_parameter", "a KeyUpdate request of \(request)") }
+        if request == 1 {
+            peerRequestedKeyUpdate = true
+            answerDueBeforeNextMessage = true
+        }
+        suite.expandLabel(secret: UnsafeRawBufferPointer(secret), label: "traffic upd", into: secret)
+        sequenceNumber = 0
+        keyUpdates += 1
+        try installKeys()
+    }
+
+    /// Extensions OpenSSL knows (RFC 8446 §4.2 and TLS 1.2's); of these only early_data may be in a ticket.
+    private static let knownExtensions: Set<UInt16> = [0, 1, 5, 10, 11, 12, 13, 14, 16, 18, 21, 22, 23, 35, 41, 42,
+                                                        43, 44, 45, 47, 49, 50, 51, 0xFDE8, 0xFF01, 13_172]
+
+    /// A NewSessionTicket (RFC 8446 §4.6.1) well formed: fields of the stated lengths, a ticket of at least
+    /// one byte, extensions filling the rest exactly, no known extension but early_data (once, 4 bytes).
+    private static func checkTicket(_ ticket: UnsafeRawBufferPointer) throws(RealtimeError) {
+        var reader = ByteReader(ticket)
+        let malformed = failure("decode_error", "a malformed NewSessionTicket")
+        // ticket_lifetime, ticket_age_add, ticket_nonce<0..255>, ticket<1..2^16-1>.
+        guard reader.skip(8), let nonceLength = reader.uint8(), reader.skip(Int(nonceLength)),
+              let ticketLength = reader.uint16(), ticketLength > 0, reader.skip(Int(ticketLength)),
+              let extensionsLength = reader.uint16(), Int(extensionsLength) == reader.remaining else { throw malformed }
+        var earlyData: Int?
+        while reader.remaining > 0 {
+            guard let type = reader.uint16(), let length = reader.uint16(), reader.skip(Int(length)) else {
+                throw failure("decode_error", "a malformed extension in a NewSessionTicket")
+            }
+            guard knownExtensions.contains(type) else { continue }  // unknown extensions are allowed
+            guard type == 42, earlyData == nil else {
+                throw failure("illegal_parameter", "extension \(type) is not allowed in a NewSessionTicket, or repeated")
+            }
+            earlyData = Int(length)
+        }
+        if let earlyData, earlyData != 4 {
+            throw failure("decode_error", "an early_data extension of \(earlyData) bytes in a NewSessionTicket")
         }
     }
 
@@ -367,14 +508,43 @@ package final class TLS13RecordReader {
         nonce.copyMemory(from: UnsafeRawBufferPointer(iv))
     }
 
+    /// `detail` names the alert OpenSSL would send for the same record.
     private static func failure(_ alert: String, _ why: String) -> RealtimeError {
         RealtimeError(.tlsFailed, "TLS record could not be read: \(why)", context: .init(detail: alert))
     }
 
-    private static func alertFailure(level: UInt8, description: UInt8, encrypted: Bool) -> RealtimeError {
+    private static func alertFailure(level: UInt8, description: UInt8) -> RealtimeError {
         let name = SocketIO.string(fromCString: SSL_alert_desc_string_long(Int32(description)))
         return RealtimeError(.tlsFailed, "the peer sent the TLS alert \(name) (\(description))",
-                             context: .init(detail: "\(encrypted ? "" : "unprotected ")alert level \(level)"))
+                             context: .init(detail: "alert level \(level)"))
+    }
+}
+
+/// Reads big-endian fields off a message, never past its end.
+private struct ByteReader {
+    private let bytes: UnsafeRawBufferPointer
+    private var position = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var remaining: Int { bytes.count - position }
+
+    mutating func skip(_ count: Int) -> Bool {
+        guard count <= remaining else { return false }
+        position += count
+        return true
+    }
+
+    mutating func uint8() -> UInt8? {
+        guard remaining >= 1 else { return nil }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    mutating func uint16() -> UInt16? {
+        guard remaining >= 2 else { return nil }
+        defer { position += 2 }
+        return UInt16(bytes[position]) << 8 | UInt16(bytes[position + 1])
     }
 }
 #endif

@@ -498,14 +498,15 @@ package final class TLSEngine {
     /// Queues the fatal alert RFC 8446 §5.2 asks for when the direct reader rejects a record. Only OpenSSL
     /// holds the sending keys and it has no call that sends a chosen alert, so it is handed a record that
     /// fails its own checks the same way: it queues the alert (drain the ciphertext afterwards) and will
-    /// send no close_notify after it. Rejections OpenSSL cannot be led to (decode_error, internal_error)
-    /// and the peer's own alerts get none.
+    /// send no close_notify after it. Rejections OpenSSL cannot be led to without the peer's keys
+    /// (decode_error, illegal_parameter, internal_error) and the peer's own alerts get none.
     private func queueAlert(rejecting error: RealtimeError) {
         let record: [UInt8]
         switch error.context.detail {
         case "bad_record_mac": record = [23, 3, 3, 0, 17] + [UInt8](repeating: 0, count: 17)  // fails the tag
         case "record_overflow": record = [23, 3, 3, 0xFF, 0xFF]  // a length no TLS 1.3 record may have
         case "unexpected_message": record = [22, 3, 3, 0, 4, 1, 0, 0, 0]  // unprotected, after the handshake
+        case "protocol_version": record = [23, 0, 0, 0, 0]  // a version that is not TLS
         default: return
         }
         ERR_clear_error()

@@ -4,8 +4,7 @@
 #
 # Usage: Tests/Fixtures/fuzz/run.sh [SECONDS] [TARGET...]     (default: 20 s for each target)
 #   Tests/Fixtures/fuzz/run.sh 3600 tls-records                a long run of one target
-# Environment: REALTIME_FUZZ_STRICT=1 also fails on the known TLS reader divergences (see
-#   KnownDivergence); REALTIME_FUZZ_CONFIG=debug builds without optimisation (faster to build).
+# Environment: REALTIME_FUZZ_CONFIG=debug builds without optimisation (faster to build).
 # New inputs the fuzzer finds stay in .build-fuzz/corpus/<target>; failing inputs go to
 # .build-fuzz/artifacts/. A failing input that is fixed belongs in regressions/<target>/ (the
 # corpus-replay tests run it).
