@@ -11,6 +11,10 @@ struct RedactionTests {
         ("opening wss://h/app?access_token=T0K&v=2", "opening wss://h/app?access_token=<redacted>&v=2"),
         ("nothing to hide here: author=bob", "nothing to hide here: author=bob"),
         ("reason: token expired", "reason: token expired"),
+        // Commas, semicolons and parentheses may stand unencoded in a query value (found by the fuzzer).
+        ("opening wss://h/c?token=a,b;c(d)'e&v=2", "opening wss://h/c?token=<redacted>&v=2"),
+        ("opening wss://h/c?token='a'b'c&v=2", "opening wss://h/c?token='<redacted>&v=2"),
+        ("token='a b' rest", "token='<redacted>' rest"),
     ])
     func masksText(input: String, expected: String) {
         #expect(Redaction.redact(input) == expected)

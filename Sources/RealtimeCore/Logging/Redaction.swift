@@ -219,7 +219,16 @@ public enum Redaction {
                         while end - preceding - 1 >= start, bytes[end - preceding - 1] == UInt8(ascii: "\\") {
                             preceding += 1
                         }
-                        if preceding == level { return start..<(end - level) }
+                        if preceding == level {
+                            // After `=` a quote need not be one (a URL value may start with `'`): what
+                            // follows the closing quote up to the value's end is masked too.
+                            if separator == UInt8(ascii: "=") {
+                                var after = end + 1
+                                while after < bytes.count, !Self.endsUnquotedValue(bytes[after]) { after += 1 }
+                                if after > end + 1 { return start..<after }
+                            }
+                            return start..<(end - level)
+                        }
                     }
                     end += 1
                 }
@@ -254,11 +263,14 @@ public enum Redaction {
             isNameStart(byte) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
         }
 
+        /// Where an unquoted value ends: at the next pair (`&`), blank or line end, or a character a URL
+        /// always percent-encodes and text uses to close what holds the value (`"`, `>`, `}`, `]`).
+        /// Commas, semicolons, apostrophes and parentheses may sit unencoded inside a query value, so they
+        /// do not end one: `token=a,b` masks `a,b` whole.
         private static func endsUnquotedValue(_ byte: UInt8) -> Bool {
             switch byte {
             case UInt8(ascii: "&"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"),
-                 UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: ")"),
-                 UInt8(ascii: ">"), UInt8(ascii: "}"), UInt8(ascii: "]"):
+                 UInt8(ascii: "\""), UInt8(ascii: ">"), UInt8(ascii: "}"), UInt8(ascii: "]"):
                 return true
             default:
                 return false
