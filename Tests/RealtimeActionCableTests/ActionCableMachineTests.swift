@@ -98,8 +98,8 @@ func quoted(_ identifier: String) -> String { JSONValue.string(identifier).seria
 let subscribeEcho42 = #"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}"}"#
 let unsubscribeEcho42 = #"{"command":"unsubscribe","identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}"}"#
 let confirmEcho42 = #"{"identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}","type":"confirm_subscription"}"#
-let guarantorEcho42 = TimerKey(kind: "actioncable.guarantor", channel: echo42)
-let settleEcho42 = TimerKey(kind: "actioncable.settle", channel: echo42)
+let guarantorEcho42 = TimerKey(kind: .actionCableGuarantor, channel: echo42)
+let settleEcho42 = TimerKey(kind: .actionCableSettle, channel: echo42)
 
 @Suite("Action Cable machine")
 struct ActionCableMachineTests {
@@ -299,9 +299,9 @@ struct ActionCableMachineTests {
         #expect(actions.failures.map(\.0) == [reject])
         #expect(actions.failures.first?.1.code == .subscriptionRejected)
         #expect(actions.failures.first?.1.context.channel == reject)
-        #expect(actions.cancelledTimers == [TimerKey(kind: "actioncable.guarantor", channel: reject)])
+        #expect(actions.cancelledTimers == [TimerKey(kind: .actionCableGuarantor, channel: reject)])
         #expect(actions.sentTexts.isEmpty)
-        #expect(driver.fire(TimerKey(kind: "actioncable.guarantor", channel: reject)).sentTexts.isEmpty)
+        #expect(driver.fire(TimerKey(kind: .actionCableGuarantor, channel: reject)).sentTexts.isEmpty)
     }
 
     @Test("the guarantor resends subscribe every interval and gives up with .timedOut at the cap")

@@ -102,21 +102,24 @@ extension RealtimeDialect {
 /// serial to tell repeats apart.
 @_spi(DialectAuthoring) public struct DialectKey: Hashable, Sendable {
     /// What a key names (a handshake timer, an auth request). A dialect declares its kinds once, as
-    /// constants prefixed with its name so that two dialects never share one:
+    /// constants named after the dialect ("pusher.auth") so that two dialects never share one, and matches
+    /// keys against those constants:
     ///
     ///     extension DialectKey.Kind {
-    ///         static let pusherAuth: Self = "pusher.auth"
+    ///         static let pusherAuth = DialectKey.Kind("pusher.auth")
     ///     }
-    public struct Kind: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    ///
+    ///     switch id.kind {
+    ///     case .pusherAuth: …
+    ///     default: return
+    ///     }
+    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name, as logs and wrapped errors show it.
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(stringLiteral value: String) { rawValue = value }
+        /// A kind named `name` ("pusher.auth").
+        public init(_ name: String) { rawValue = name }
         public var description: String { rawValue }
-
-        // Transitional: lets machines that still spell a kind as a `String` constant compare and match it
-        // until they declare `Kind` constants.
-        public static func == (lhs: Kind, rhs: String) -> Bool { lhs.rawValue == rhs }
-        public static func ~= (pattern: String, value: Kind) -> Bool { pattern == value.rawValue }
     }
 
     public var kind: Kind
@@ -126,11 +129,6 @@ extension RealtimeDialect {
         self.kind = kind
         self.channel = channel
         self.serial = serial
-    }
-
-    /// Transitional: a key whose kind is spelled as a `String` constant.
-    public init(kind: String, channel: ChannelID? = nil, serial: UInt64 = 0) {
-        self.init(kind: Kind(rawValue: kind), channel: channel, serial: serial)
     }
 }
 
