@@ -5,7 +5,7 @@ import Testing
 
 /// The machine on its own: frames and commands in, actions out.
 struct MachineDriver {
-    var machine: ActionCableMachine
+    var machine: any DialectMachine
     var actions: [DialectAction] = []
 
     init(guarantor: ActionCableDialect.SubscriptionGuarantor = .init(interval: .milliseconds(500), maximumAttempts: 3),
