@@ -41,9 +41,10 @@ public struct PusherWatchlistEvent: Sendable, Hashable {
 /// succeeds.
 ///
 /// ```swift
-/// session.user.on("notice") { event in print(event.data) }
-/// session.user.onWatchlist { change in print(change.kind, change.userIDs) }
-/// try await session.user.signIn()
+/// let user = try session.user
+/// user.on("notice") { event in print(event.data) }
+/// user.onWatchlist { change in print(change.kind, change.userIDs) }
+/// try await user.signIn()
 /// ```
 public struct PusherUserScope: Sendable {
     /// The session this scope belongs to.
@@ -108,5 +109,13 @@ public struct PusherUserScope: Sendable {
 
 extension RealtimeSession {
     /// The signed-in user's events and watchlist (Pusher `pusher.user`, Bird `member`).
-    public var user: PusherUserScope { PusherUserScope(session: self) }
+    ///
+    /// Throws `.unsupported` on a session of another dialect, like ``signIn(timeout:)`` and
+    /// ``presence(_:onChange:)``.
+    public var user: PusherUserScope {
+        get throws {
+            try requireDialect(PusherDialect.self, for: "user", needs: "Pusher or Bird")
+            return PusherUserScope(session: self)
+        }
+    }
 }

@@ -27,8 +27,8 @@ import Foundation
 /// | reconnect policy | `SessionOptions.reconnectPolicy` (`nil`: ``reconnectPolicy``) | — | — | — |
 ///
 /// A call that belongs to one dialect throws `RealtimeError` `.unsupported` at once on a session of another,
-/// before anything is queued or waited for: `perform` (Action Cable), `request` (Socket.IO), `signIn()` and
-/// `presence(_:)` (Pusher and Bird).
+/// before anything is queued or waited for: `perform` (Action Cable), `request` (Socket.IO), `signIn()`,
+/// `presence(_:)`, `session.user`, `onSubscriptionCount` and `subscriptionCounts` (Pusher and Bird).
 public protocol RealtimeDialect: Sendable {
     /// A short name for logs ("socket.io", "pusher", "actioncable").
     var name: String { get }
