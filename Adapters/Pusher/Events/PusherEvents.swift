@@ -66,11 +66,13 @@ extension RealtimeChannel {
 
     /// The channel's subscriber counts as they arrive, as an async sequence.
     ///
-    /// Throws `.unsupported` on a session of another dialect, like ``onSubscriptionCount(_:)``.
+    /// Each count replaces the one before, so the stream keeps the newest: it holds at most 1,024 counts the
+    /// consumer has not taken and drops the oldest past that. Throws `.unsupported` on a session of another
+    /// dialect, like ``onSubscriptionCount(_:)``.
     public var subscriptionCounts: AsyncStream<Int> {
         get throws {
             try requireDialect(PusherDialect.self, for: "subscriptionCounts", needs: "Pusher or Bird")
-            return AsyncStream { continuation in
+            return AsyncStream(bufferingPolicy: .bufferingNewest(observerStreamLimit)) { continuation in
                 let id = countHandler { continuation.yield($0) }
                 continuation.onTermination = { _ in off(id: id) }
             }

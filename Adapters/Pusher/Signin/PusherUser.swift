@@ -81,20 +81,24 @@ public struct PusherUserScope: Sendable {
     }
 
     /// Watchlist changes as an async sequence.
+    ///
+    /// Bounded like `channel.lifecycle()`: it holds at most 1,024 changes the consumer has not taken and
+    /// drops later ones until it catches up.
     public var watchlist: AsyncStream<PusherWatchlistEvent> {
-        AsyncStream { continuation in
+        AsyncStream(bufferingPolicy: .bufferingOldest(observerStreamLimit)) { continuation in
             let id = onWatchlist { continuation.yield($0) }
             continuation.onTermination = { [session] _ in session.off(id: id) }
         }
     }
 
     /// Events sent to this user named `name` (every one when `nil`), as an async sequence.
-    public func events(_ name: String? = nil) -> AsyncStream<RealtimeEvent> {
-        AsyncStream { continuation in
-            let forward: @Sendable (RealtimeEvent) -> Void = { continuation.yield($0) }
-            let id = name.map { on($0, perform: forward) } ?? onAny(perform: forward)
-            continuation.onTermination = { [session] _ in session.off(id: id) }
-        }
+    ///
+    /// Back-pressured like ``RealtimeSession/events(_:)``: events waiting in it count against
+    /// `SessionOptions.deliveryHighWatermark` and `deliveryByteBudget`, so a consumer that falls behind
+    /// pauses reading from the socket instead of growing a buffer; nothing is dropped. End the iteration
+    /// (or release the stream) when you stop consuming.
+    public func events(_ name: String? = nil) -> RealtimeEventStream {
+        session.events(name) { Self.isUserChannel($0.channel) }
     }
 
     /// Removes a handler added through this scope (`unbind`).
