@@ -260,6 +260,9 @@ struct ActionCableMachineTests {
             (ActionCableDialect(url: url, liveness: Liveness(pingInterval: .seconds(5), pingTimeout: .seconds(1))),
              .serverPings(interval: .seconds(5), grace: .seconds(1))),
             (.actionCable(url: url, liveness: .disabled), LivenessRule.none),
+            // Zero and negative durations are raised to Liveness.minimumDuration.
+            (.actionCable(url: url, liveness: Liveness(pingInterval: .zero, pingTimeout: .seconds(-2))),
+             .serverPings(interval: .milliseconds(100), grace: .milliseconds(100))),
         ]
         for (dialect, rule) in cases {
             var machine = dialect.makeMachine()
