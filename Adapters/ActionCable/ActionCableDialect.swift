@@ -135,7 +135,7 @@ public struct ActionCableDialect: RealtimeDialect {
         self.liveness = liveness
     }
 
-    @_spi(DialectAuthoring) public func makeMachine() -> ActionCableMachine {
+    @_spi(DialectAuthoring) public func makeMachine() -> any DialectMachine {
         ActionCableMachine(guarantor: guarantor,
                            liveness: liveness.serverPings(defaultInterval: Self.defaultPingInterval,
                                                           defaultTimeout: Self.defaultPingTimeout),

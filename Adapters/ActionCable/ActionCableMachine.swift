@@ -290,13 +290,13 @@
 
     // MARK: Timers
 
-    static func guarantorTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: "actioncable.guarantor", channel: channel) }
-    static func settleTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: "actioncable.settle", channel: channel) }
+    static func guarantorTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: .actionCableGuarantor, channel: channel) }
+    static func settleTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: .actionCableSettle, channel: channel) }
 
     public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {
         guard let channel = key.channel, let identifier = identifiers[channel] else { return }
         switch key.kind {
-        case "actioncable.guarantor":
+        case .actionCableGuarantor:
             guard let subscription = subscriptions[identifier],
                   case .pending(let attempts) = subscription.phase else { return }
             if attempts >= guarantor.maximumAttempts {
@@ -310,7 +310,7 @@
             } else {
                 sendSubscribe(identifier, channel: channel, attempts: attempts + 1, actions: &actions)
             }
-        case "actioncable.settle":
+        case .actionCableSettle:
             settling.remove(identifier)
             if let subscription = subscriptions[identifier], subscription.phase == .settling {
                 sendSubscribe(identifier, channel: subscription.channel, attempts: 1, actions: &actions)
@@ -322,4 +322,12 @@
 
     public mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
                                       actions: inout [DialectAction]) {}
+}
+
+/// The timers the Action Cable machine starts; each comes back through `timerFired`.
+extension DialectKey.Kind {
+    /// Sends the subscribe command again while the server has not confirmed it.
+    static let actionCableGuarantor = DialectKey.Kind("actioncable.guarantor")
+    /// Ends the wait after an unsubscribe before the same identifier may subscribe again.
+    static let actionCableSettle = DialectKey.Kind("actioncable.settle")
 }

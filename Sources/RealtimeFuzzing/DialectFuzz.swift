@@ -65,8 +65,8 @@ enum DialectFuzz {
     }
 
     /// Plays the engine around one machine.
-    struct Driver<Machine: DialectMachine> {
-        var machine: Machine
+    struct Driver {
+        var machine: any DialectMachine
         var input: FuzzInput
         let channels: [ChannelID]
         /// Frames that complete the dialect's handshake after the transport opens.
@@ -91,7 +91,7 @@ enum DialectFuzz {
         private var steps = 0
         private var closing = false
 
-        init(machine: Machine, input: FuzzInput, channels: [ChannelID], handshake: [String], joined: [String: String],
+        init(machine: any DialectMachine, input: FuzzInput, channels: [ChannelID], handshake: [String], joined: [String: String],
              collectionLimit: Int, openInfo: TransportOpenInfo = TransportOpenInfo(),
              workResult: @escaping @Sendable (UInt8) -> JSONValue) {
             self.machine = machine
@@ -204,7 +204,7 @@ enum DialectFuzz {
         }
 
         /// Runs one machine call and checks and records the actions it produced.
-        private mutating func act(_ body: (inout Machine, inout [DialectAction]) -> Void) throws(FuzzFailure) {
+        private mutating func act(_ body: (inout any DialectMachine, inout [DialectAction]) -> Void) throws(FuzzFailure) {
             var actions: [DialectAction] = []
             body(&machine, &actions)
             for action in actions {

@@ -216,11 +216,11 @@ struct PusherEmbeddedServerTests {
         let other = PusherLive.session(server, userID: "6")
         defer { session.disconnect(); other.disconnect() }
         let counts = Locked<[Int]>([])
-        session.channel("news").onSubscriptionCount { count in counts.withLock { $0.append(count) } }
+        try session.channel("news").onSubscriptionCount { count in counts.withLock { $0.append(count) } }
         let notices = Locked<[JSONValue]>([])
-        session.user.on("notice") { event in notices.withLock { $0.append(event.data) } }
+        try session.user.on("notice") { event in notices.withLock { $0.append(event.data) } }
         let changes = Locked<[PusherWatchlistEvent]>([])
-        session.user.onWatchlist { change in changes.withLock { $0.append(change) } }
+        try session.user.onWatchlist { change in changes.withLock { $0.append(change) } }
         try await session.connect()
         try await other.connect()
         _ = try await session.channel("news").subscribed()

@@ -242,6 +242,41 @@ struct VocabularyTests {
         #expect(roster.channel.id == "presence-room")
     }
 
+    @Test("session.user, onSubscriptionCount and subscriptionCounts throw .unsupported off Pusher and Bird, like signIn",
+          .timeLimit(.minutes(1)))
+    func offDialectPusherExtras() async throws {
+        let transport = InMemoryTransport()
+        let options = SessionOptions(delivery: .inline, clock: ManualClock())
+        let socketIO = RealtimeSession(dialect: .socketIO(url: URL(string: "http://127.0.0.1:1")!),
+                                       transport: transport, options: options)
+        let cable = RealtimeSession(dialect: .actionCable(url: URL(string: "ws://127.0.0.1:1/cable")!),
+                                    transport: transport, options: options)
+        let room = ChannelID("ChatChannel", params: ["room": 1])
+        for (session, name, channel) in [(socketIO, "socket.io", ChannelID("/chat")), (cable, "actioncable", room)] {
+            await expectUnsupported("user", dialect: name, needs: "Pusher or Bird") {
+                _ = try session.user
+            }
+            await expectUnsupported("onSubscriptionCount", dialect: name, needs: "Pusher or Bird", channel: channel) {
+                try session.channel(channel).onSubscriptionCount { _ in Issue.record("no count off Pusher") }
+            }
+            await expectUnsupported("subscriptionCounts", dialect: name, needs: "Pusher or Bird", channel: channel) {
+                _ = try session.channel(channel).subscriptionCounts
+            }
+        }
+        #expect(transport.peers.isEmpty)
+        for session in [socketIO, cable] { #expect(session.state == .initialized) }
+
+        // On their own dialects the same calls pass the check.
+        for dialect in [PusherDialect.pusher(key: "k", host: "127.0.0.1"), .bird(key: "k", host: "127.0.0.1")] {
+            let session = RealtimeSession(dialect: dialect, transport: transport, options: options)
+            let user = try session.user
+            user.off(id: user.onAny { _ in })
+            let news = session.channel("news")
+            news.off(id: try news.onSubscriptionCount { _ in })
+            _ = try news.subscriptionCounts
+        }
+    }
+
     @Test("every constructor takes every option of its dialect's initializer")
     func constructorsExposeEveryOption() throws {
         let liveness = Liveness(pingInterval: .seconds(4), pingTimeout: .seconds(9))

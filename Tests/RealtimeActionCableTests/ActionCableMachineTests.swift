@@ -5,7 +5,7 @@ import Testing
 
 /// The machine on its own: frames and commands in, actions out.
 struct MachineDriver {
-    var machine: ActionCableMachine
+    var machine: any DialectMachine
     var actions: [DialectAction] = []
 
     init(guarantor: ActionCableDialect.SubscriptionGuarantor = .init(interval: .milliseconds(500), maximumAttempts: 3),
@@ -98,8 +98,8 @@ func quoted(_ identifier: String) -> String { JSONValue.string(identifier).seria
 let subscribeEcho42 = #"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}"}"#
 let unsubscribeEcho42 = #"{"command":"unsubscribe","identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}"}"#
 let confirmEcho42 = #"{"identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}","type":"confirm_subscription"}"#
-let guarantorEcho42 = TimerKey(kind: "actioncable.guarantor", channel: echo42)
-let settleEcho42 = TimerKey(kind: "actioncable.settle", channel: echo42)
+let guarantorEcho42 = TimerKey(kind: .actionCableGuarantor, channel: echo42)
+let settleEcho42 = TimerKey(kind: .actionCableSettle, channel: echo42)
 
 @Suite("Action Cable machine")
 struct ActionCableMachineTests {
@@ -260,6 +260,9 @@ struct ActionCableMachineTests {
             (ActionCableDialect(url: url, liveness: Liveness(pingInterval: .seconds(5), pingTimeout: .seconds(1))),
              .serverPings(interval: .seconds(5), grace: .seconds(1))),
             (.actionCable(url: url, liveness: .disabled), LivenessRule.none),
+            // Zero and negative durations are raised to Liveness.minimumDuration.
+            (.actionCable(url: url, liveness: Liveness(pingInterval: .zero, pingTimeout: .seconds(-2))),
+             .serverPings(interval: .milliseconds(100), grace: .milliseconds(100))),
         ]
         for (dialect, rule) in cases {
             var machine = dialect.makeMachine()
@@ -299,9 +302,9 @@ struct ActionCableMachineTests {
         #expect(actions.failures.map(\.0) == [reject])
         #expect(actions.failures.first?.1.code == .subscriptionRejected)
         #expect(actions.failures.first?.1.context.channel == reject)
-        #expect(actions.cancelledTimers == [TimerKey(kind: "actioncable.guarantor", channel: reject)])
+        #expect(actions.cancelledTimers == [TimerKey(kind: .actionCableGuarantor, channel: reject)])
         #expect(actions.sentTexts.isEmpty)
-        #expect(driver.fire(TimerKey(kind: "actioncable.guarantor", channel: reject)).sentTexts.isEmpty)
+        #expect(driver.fire(TimerKey(kind: .actionCableGuarantor, channel: reject)).sentTexts.isEmpty)
     }
 
     @Test("the guarantor resends subscribe every interval and gives up with .timedOut at the cap")

@@ -5,7 +5,7 @@ import Testing
 
 /// Drives a ``PusherMachine`` with scripted frames and keeps every action it produced.
 struct PusherDriver {
-    var machine: PusherMachine
+    var machine: any DialectMachine
     var actions: [DialectAction] = []
 
     init(_ dialect: PusherDialect = .pusher(key: "app-key", auth: .inline(secret: "secret",
@@ -17,7 +17,7 @@ struct PusherDriver {
 
     /// Actions produced by `body` only.
     @discardableResult
-    mutating func step(_ body: (inout PusherMachine, inout [DialectAction]) -> Void) -> [DialectAction] {
+    mutating func step(_ body: (inout any DialectMachine, inout [DialectAction]) -> Void) -> [DialectAction] {
         var produced: [DialectAction] = []
         body(&machine, &produced)
         actions += produced

@@ -67,6 +67,17 @@ struct PusherOptionsTests {
         }
     }
 
+    @Test("liveness: zero and negative durations reach the machine raised to Liveness.minimumDuration")
+    func livenessNeverZero() {
+        var driver = PusherDriver(.pusher(key: "k", host: "127.0.0.1",
+                                          liveness: Liveness(pingInterval: .zero, pingTimeout: .seconds(-1))))
+        guard case .clientPings(let idle, let timeout, _)? = driver.establish(activity: 120).livenessRules.first else {
+            Issue.record("no client pings")
+            return
+        }
+        #expect(idle == .milliseconds(100) && timeout == .milliseconds(100))
+    }
+
     @Test("liveness: unset values are 120 s and 30 s; .disabled sends no pings and checks nothing")
     func livenessDefaultsAndDisabled() {
         var automatic = PusherDriver(.pusher(key: "k", host: "127.0.0.1"))

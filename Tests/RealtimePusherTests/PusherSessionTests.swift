@@ -64,11 +64,13 @@ final class PusherHarness: Sendable {
     static let policy = ReconnectPolicy(initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(30), jitter: .none)
 
     init(auth: PusherAuth? = .inline(secret: FakePusher.secret, presenceData: #"{"user_id":"7"}"#,
-                                     userData: #"{"id":"7"}"#)) {
+                                     userData: #"{"id":"7"}"#),
+         options: (inout SessionOptions) -> Void = { _ in }) {
         let dialect = PusherDialect.pusher(key: FakePusher.key, auth: auth, host: "127.0.0.1", port: 6001)
-        session = RealtimeSession(dialect: dialect, transport: transport,
-                                  options: SessionOptions(delivery: .inline, reconnectPolicy: Self.policy, clock: clock,
-                                                          randomSource: .seeded(3)))
+        var settings = SessionOptions(delivery: .inline, reconnectPolicy: Self.policy, clock: clock,
+                                      randomSource: .seeded(3))
+        options(&settings)
+        session = RealtimeSession(dialect: dialect, transport: transport, options: settings)
         let server = FakePusher()
         transport.onOpen { server.attach($0) }
         session.onError { [errors] error in errors.withLock { $0.append(error) } }

@@ -54,15 +54,15 @@ struct PusherTypedAPITests {
         let harness = PusherHarness()
         let news = harness.session.channel("news")
         let counts = Locked<[Int]>([])
-        news.onSubscriptionCount { count in counts.withLock { $0.append(count) } }
-        var countStream = news.subscriptionCounts.makeAsyncIterator()
+        try news.onSubscriptionCount { count in counts.withLock { $0.append(count) } }
+        var countStream = try news.subscriptionCounts.makeAsyncIterator()
         let notices = Locked<[JSONValue]>([])
-        harness.session.user.on("notice") { event in notices.withLock { $0.append(event.data) } }
+        try harness.session.user.on("notice") { event in notices.withLock { $0.append(event.data) } }
         let all = Locked<[String]>([])
-        harness.session.user.onAny { event in all.withLock { $0.append(event.name) } }
+        try harness.session.user.onAny { event in all.withLock { $0.append(event.name) } }
         let changes = Locked<[PusherWatchlistEvent]>([])
-        let watchID = harness.session.user.onWatchlist { change in changes.withLock { $0.append(change) } }
-        var watchStream = harness.session.user.watchlist.makeAsyncIterator()
+        let watchID = try harness.session.user.onWatchlist { change in changes.withLock { $0.append(change) } }
+        var watchStream = try harness.session.user.watchlist.makeAsyncIterator()
         try await harness.session.connect()
         _ = try await news.subscribed()
         #expect(try await harness.session.user.signIn().id == "7")
@@ -79,7 +79,7 @@ struct PusherTypedAPITests {
         #expect(changes.withLock { $0 } == [PusherWatchlistEvent(kind: .online, userIDs: ["8"])])
         #expect(await watchStream.next() == PusherWatchlistEvent(kind: .online, userIDs: ["8"]))
         #expect(all.withLock { $0 } == ["notice", "pusher:watchlist_events"])
-        harness.session.user.off(id: watchID)
+        try harness.session.user.off(id: watchID)
         peer.send(text: ##"{"event":"pusher_internal:watchlist_events","channel":"#server-to-user-7","data":"{\"events\":[{\"name\":\"offline\",\"user_ids\":[\"8\"]}]}"}"##)
         #expect(changes.withLock { $0.count } == 1)
         #expect(await watchStream.next() == PusherWatchlistEvent(kind: .offline, userIDs: ["8"]))

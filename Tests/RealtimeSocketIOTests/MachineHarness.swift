@@ -4,7 +4,7 @@ import Foundation
 
 /// Drives a `SocketIOMachine` with scripted frames and commands and collects its actions.
 struct MachineHarness {
-    var machine: SocketIOMachine
+    var machine: any DialectMachine
 
     init(auth: SocketIOAuth? = nil, limits: SocketIODialect.Limits = .init(), liveness: Liveness = .automatic) {
         machine = SocketIODialect(url: URL(string: "http://127.0.0.1:3000")!, auth: auth, limits: limits,

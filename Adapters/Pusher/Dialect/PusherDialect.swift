@@ -78,7 +78,7 @@ public struct PusherDialect: RealtimeDialect {
     }
 
     /// A fresh machine for one session.
-    @_spi(DialectAuthoring) public func makeMachine() -> PusherMachine {
+    @_spi(DialectAuthoring) public func makeMachine() -> any DialectMachine {
         PusherMachine(vendor: vendor, key: key, authorizer: auth, liveness: liveness)
     }
 

@@ -56,19 +56,33 @@ extension PusherVendor {
 extension RealtimeChannel {
     /// Calls `handler` with the channel's subscriber count each time the server sends it (Pusher's
     /// `subscription_count`, when the app enables it; Bird's `connection_count`). Remove it with `off(id:)`.
+    ///
+    /// Throws `.unsupported` on a session of another dialect, like `session.presence(_:)`.
     @discardableResult
-    public func onSubscriptionCount(_ handler: @escaping @Sendable (Int) -> Void) -> HandlerID {
-        // One handler for any vendor: a channel does not know its dialect, and the two names never collide.
-        onAny { event in
-            if let count = PusherEvents.subscriptionCount(event) { handler(count) }
-        }
+    public func onSubscriptionCount(_ handler: @escaping @Sendable (Int) -> Void) throws -> HandlerID {
+        try requireDialect(PusherDialect.self, for: "onSubscriptionCount", needs: "Pusher or Bird")
+        return countHandler(handler)
     }
 
     /// The channel's subscriber counts as they arrive, as an async sequence.
+    ///
+    /// Each count replaces the one before, so the stream keeps the newest: it holds at most 1,024 counts the
+    /// consumer has not taken and drops the oldest past that. Throws `.unsupported` on a session of another
+    /// dialect, like ``onSubscriptionCount(_:)``.
     public var subscriptionCounts: AsyncStream<Int> {
-        AsyncStream { continuation in
-            let id = onSubscriptionCount { continuation.yield($0) }
-            continuation.onTermination = { _ in off(id: id) }
+        get throws {
+            try requireDialect(PusherDialect.self, for: "subscriptionCounts", needs: "Pusher or Bird")
+            return AsyncStream(bufferingPolicy: .bufferingNewest(observerStreamLimit)) { continuation in
+                let id = countHandler { continuation.yield($0) }
+                continuation.onTermination = { _ in off(id: id) }
+            }
+        }
+    }
+
+    private func countHandler(_ handler: @escaping @Sendable (Int) -> Void) -> HandlerID {
+        // One handler for both vendors: the two event names never collide.
+        onAny { event in
+            if let count = PusherEvents.subscriptionCount(event) { handler(count) }
         }
     }
 }

@@ -435,13 +435,11 @@ import Foundation
         serial += 1
         subscriptions[name] = Subscription(channel: channel, phase: .authorizing(serial: serial))
         let request = PusherAuthRequest(connectionID: connectionID, channel: name, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: Self.authWork, channel: channel, serial: serial)) { [key] in
+        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherAuth, channel: channel, serial: serial)) { [key] in
             try await Self.authorizationJSON(authorizer, request, key: key)
         }))
     }
 
-    private static let authWork = "pusher.auth"
-    private static let signinWork = "pusher.signin"
 
     /// Runs the authorizer; the answer travels as JSON together with the connection id it was asked for.
     private static func authorizationJSON(_ authorizer: PusherAuth, _ request: PusherAuthRequest,
@@ -501,7 +499,7 @@ import Foundation
         signinSerial = serial
         signinSent = false
         let request = PusherAuthRequest(connectionID: connectionID, channel: nil, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: Self.signinWork, serial: serial)) { [key] in
+        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherSignIn, serial: serial)) { [key] in
             try await Self.authorizationJSON(authorizer, request, key: key)
         }))
     }
@@ -563,7 +561,7 @@ import Foundation
             return
         }
         switch id.kind {
-        case Self.authWork:
+        case .pusherAuth:
             guard let channel = id.channel, let subscription = subscriptions[channel.name],
                   subscription.phase == .authorizing(serial: id.serial) else {
                 actions.append(.log(.debug, "dropped a stale authorization"))
@@ -594,7 +592,7 @@ import Foundation
                 }
                 sendSubscribe(channel, auth: auth, channelData: channelData, sharedKey: sharedKey, actions: &actions)
             }
-        case Self.rekeyWork:
+        case .pusherRekey:
             guard let channel = id.channel, var subscription = subscriptions[channel.name],
                   subscription.rekeying == id.serial else { return }
             let held = subscription.held
@@ -611,7 +609,7 @@ import Foundation
                     .decryptionFailed, "dropped \(held.count) event(s) on \(channel.name): no fresh key",
                     context: .init(channel: channel))))
             }
-        case Self.signinWork:
+        case .pusherSignIn:
             guard id.serial == signinSerial else { return }
             switch result {
             case .failure(let error):
@@ -634,8 +632,6 @@ import Foundation
     public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {}
 
     // MARK: Encrypted channels
-
-    private static let rekeyWork = "pusher.rekey"
 
     /// The decoded `shared_secret`; the decoding buffer is zeroed (the base64 text itself is an immutable
     /// String the authorizer's JSON owns, beyond reach).
@@ -661,7 +657,7 @@ import Foundation
         subscription.held = [event]
         subscriptions[channel] = subscription
         let request = PusherAuthRequest(connectionID: connectionID, channel: channel, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: Self.rekeyWork, channel: subscription.channel,
+        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherRekey, channel: subscription.channel,
                                                        serial: serial)) { [key = self.key] in
             try await Self.authorizationJSON(authorizer, request, key: key)
         }))
@@ -692,4 +688,14 @@ import Foundation
                                               userID: event.userID)))
         return true
     }
+}
+
+/// The work the Pusher machine asks the engine to run; each comes back through `workFinished`.
+extension DialectKey.Kind {
+    /// Signing a private, presence or encrypted channel's subscription.
+    static let pusherAuth = DialectKey.Kind("pusher.auth")
+    /// Signing the user in (`pusher:signin` / `bird:signin`).
+    static let pusherSignIn = DialectKey.Kind("pusher.signin")
+    /// Fetching a fresh shared key for an encrypted channel whose event would not open.
+    static let pusherRekey = DialectKey.Kind("pusher.rekey")
 }

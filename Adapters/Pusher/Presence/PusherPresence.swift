@@ -162,8 +162,11 @@ public final class PusherPresenceRoster: Sendable {
 
     /// The roster now, then after every change (on the session's delivery queue), as an async sequence.
     /// The iteration ends when the roster is released.
+    ///
+    /// Each element is the whole roster, so the stream keeps the newest: it holds at most 1,024 rosters
+    /// the consumer has not taken and drops the oldest past that; the current roster always arrives.
     public var updates: AsyncStream<PusherMembers> {
-        AsyncStream { continuation in
+        AsyncStream(bufferingPolicy: .bufferingNewest(observerStreamLimit)) { continuation in
             let id = HandlerID()
             // Registered before reading, so a change in between is yielded (perhaps twice), never lost.
             observers.withLock { $0.updates[id] = continuation }

@@ -41,9 +41,10 @@ public struct PusherWatchlistEvent: Sendable, Hashable {
 /// succeeds.
 ///
 /// ```swift
-/// session.user.on("notice") { event in print(event.data) }
-/// session.user.onWatchlist { change in print(change.kind, change.userIDs) }
-/// try await session.user.signIn()
+/// let user = try session.user
+/// user.on("notice") { event in print(event.data) }
+/// user.onWatchlist { change in print(change.kind, change.userIDs) }
+/// try await user.signIn()
 /// ```
 public struct PusherUserScope: Sendable {
     /// The session this scope belongs to.
@@ -80,20 +81,24 @@ public struct PusherUserScope: Sendable {
     }
 
     /// Watchlist changes as an async sequence.
+    ///
+    /// Bounded like `channel.lifecycle()`: it holds at most 1,024 changes the consumer has not taken and
+    /// drops later ones until it catches up.
     public var watchlist: AsyncStream<PusherWatchlistEvent> {
-        AsyncStream { continuation in
+        AsyncStream(bufferingPolicy: .bufferingOldest(observerStreamLimit)) { continuation in
             let id = onWatchlist { continuation.yield($0) }
             continuation.onTermination = { [session] _ in session.off(id: id) }
         }
     }
 
     /// Events sent to this user named `name` (every one when `nil`), as an async sequence.
-    public func events(_ name: String? = nil) -> AsyncStream<RealtimeEvent> {
-        AsyncStream { continuation in
-            let forward: @Sendable (RealtimeEvent) -> Void = { continuation.yield($0) }
-            let id = name.map { on($0, perform: forward) } ?? onAny(perform: forward)
-            continuation.onTermination = { [session] _ in session.off(id: id) }
-        }
+    ///
+    /// Back-pressured like ``RealtimeSession/events(_:)``: events waiting in it count against
+    /// `SessionOptions.deliveryHighWatermark` and `deliveryByteBudget`, so a consumer that falls behind
+    /// pauses reading from the socket instead of growing a buffer; nothing is dropped. End the iteration
+    /// (or release the stream) when you stop consuming.
+    public func events(_ name: String? = nil) -> RealtimeEventStream {
+        session.events(name) { Self.isUserChannel($0.channel) }
     }
 
     /// Removes a handler added through this scope (`unbind`).
@@ -108,5 +113,13 @@ public struct PusherUserScope: Sendable {
 
 extension RealtimeSession {
     /// The signed-in user's events and watchlist (Pusher `pusher.user`, Bird `member`).
-    public var user: PusherUserScope { PusherUserScope(session: self) }
+    ///
+    /// Throws `.unsupported` on a session of another dialect, like ``signIn(timeout:)`` and
+    /// ``presence(_:onChange:)``.
+    public var user: PusherUserScope {
+        get throws {
+            try requireDialect(PusherDialect.self, for: "user", needs: "Pusher or Bird")
+            return PusherUserScope(session: self)
+        }
+    }
 }

@@ -105,7 +105,7 @@ public struct SocketIODialect: RealtimeDialect {
     }
 
     /// A fresh ``SocketIOMachine``.
-    @_spi(DialectAuthoring) public func makeMachine() -> SocketIOMachine {
+    @_spi(DialectAuthoring) public func makeMachine() -> any DialectMachine {
         SocketIOMachine(auth: auth, limits: limits, liveness: liveness)
     }
 

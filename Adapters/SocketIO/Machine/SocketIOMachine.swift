@@ -24,8 +24,6 @@ import Foundation
     private var recovery: [String: RecoverySession] = [:]
     private var workSerial: UInt64 = 0
 
-    static let authWork = "socket.io-auth"
-
     private struct RecoverySession {
         var pid: String
         var offset: String?
@@ -376,7 +374,7 @@ import Foundation
         case .provider(let provider):
             workSerial += 1
             namespaces[name] = Namespace(channel: channel, state: .authorizing(workSerial))
-            let id = WorkID(kind: Self.authWork, channel: channel, serial: workSerial)
+            let id = WorkID(kind: .socketIOAuth, channel: channel, serial: workSerial)
             actions.append(.perform(DialectWork(id: id) { try await provider(channel) }))
         case .value(let value):
             namespaces[name] = Namespace(channel: channel, state: .authorizing(0))
@@ -405,7 +403,7 @@ import Foundation
 
     public mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
                                       actions: inout [DialectAction]) {
-        guard id.kind == Self.authWork, let channel = id.channel else { return }
+        guard id.kind == .socketIOAuth, let channel = id.channel else { return }
         let name = Self.namespaceName(channel)
         guard let namespace = namespaces[name], case .authorizing(let serial) = namespace.state,
               serial == id.serial else { return }
@@ -425,4 +423,10 @@ import Foundation
     private func send(_ packet: SocketIOPacket, actions: inout [DialectAction]) {
         for frame in packet.encoded() { actions.append(.send(frame)) }
     }
+}
+
+/// The work the Socket.IO machine asks the engine to run; it comes back through `workFinished`.
+extension DialectKey.Kind {
+    /// Running the auth provider for a namespace's CONNECT payload.
+    static let socketIOAuth = DialectKey.Kind("socket.io-auth")
 }

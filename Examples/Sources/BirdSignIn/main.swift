@@ -10,7 +10,7 @@ let auth = PusherAuth.endpoint(URL(string: "https://example.com/bird/auth")!,
                                userURL: URL(string: "https://example.com/bird/member-auth")!)
 let session = RealtimeSession(dialect: .bird(key: "app-key", cluster: "eu1", auth: auth))
 let lobby = try session.presence("presence-lobby")
-session.user.on("invite") { event in print("invited:", event.data) }   // #server-to-user-<my id>
+try session.user.on("invite") { event in print("invited:", event.data) }   // #server-to-user-<my id>
 session.onSignInError { error in print("sign-in failed again:", error) }  // after a reconnect
 try await session.connect()
 let me = try await session.signIn()                 // bird:signin; repeated after every reconnect

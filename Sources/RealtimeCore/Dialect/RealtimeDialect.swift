@@ -6,7 +6,7 @@ import Foundation
 /// ``RealtimeSession``. The requirements that build machines and requests belong to the dialect-authoring
 /// contract, visible with `@_spi(DialectAuthoring) import RealtimeCore`.
 ///
-/// The dialect value is configuration. It builds the connection request and a fresh ``DialectMachine``,
+/// The dialect value is configuration. It builds the connection request and a fresh `DialectMachine`,
 /// the pure state machine that turns frames and commands into `DialectAction`s. The session engine owns
 /// every side effect: sockets, timers, the reconnect loop, buffering and delivery. A dialect never sleeps,
 /// spawns tasks or opens sockets; asynchronous steps (auth requests) are described as `.perform` actions.
@@ -27,11 +27,9 @@ import Foundation
 /// | reconnect policy | `SessionOptions.reconnectPolicy` (`nil`: ``reconnectPolicy``) | — | — | — |
 ///
 /// A call that belongs to one dialect throws `RealtimeError` `.unsupported` at once on a session of another,
-/// before anything is queued or waited for: `perform` (Action Cable), `request` (Socket.IO), `signIn()` and
-/// `presence(_:)` (Pusher and Bird).
+/// before anything is queued or waited for: `perform` (Action Cable), `request` (Socket.IO), `signIn()`,
+/// `presence(_:)`, `session.user`, `onSubscriptionCount` and `subscriptionCounts` (Pusher and Bird).
 public protocol RealtimeDialect: Sendable {
-    associatedtype Machine: DialectMachine
-
     /// A short name for logs ("socket.io", "pusher", "actioncable").
     var name: String { get }
 
@@ -41,8 +39,9 @@ public protocol RealtimeDialect: Sendable {
     /// Channels joined as soon as the session connects, before the app asks for any (Socket.IO's `/`).
     var defaultChannels: [ChannelID] { get }
 
-    /// A fresh state machine for a new session.
-    @_spi(DialectAuthoring) func makeMachine() -> Machine
+    /// A fresh state machine for a new session. (An existential rather than an associated type, so that
+    /// the machine protocol stays out of the public API: an associated type cannot be SPI.)
+    @_spi(DialectAuthoring) func makeMachine() -> any DialectMachine
 
     /// The request for connection attempt `attempt` (0 for the first 'connect', counting reconnects after).
     /// Asked again before every attempt, so credentials can be refreshed: return `.ready` when no
@@ -70,9 +69,9 @@ public protocol RealtimeDialect: Sendable {
     @_spi(DialectAuthoring) func canonicalChannel(_ channel: ChannelID) -> ChannelID
 }
 
-extension DialectMachine {
+@_spi(DialectAuthoring) extension DialectMachine {
     /// Leaves the request as the dialect built it.
-    @_spi(DialectAuthoring) public mutating func willOpen(_ request: inout ConnectionRequest) {}
+    public mutating func willOpen(_ request: inout ConnectionRequest) {}
 }
 
 extension RealtimeDialect {
@@ -102,21 +101,24 @@ extension RealtimeDialect {
 /// serial to tell repeats apart.
 @_spi(DialectAuthoring) public struct DialectKey: Hashable, Sendable {
     /// What a key names (a handshake timer, an auth request). A dialect declares its kinds once, as
-    /// constants prefixed with its name so that two dialects never share one:
+    /// constants named after the dialect ("pusher.auth") so that two dialects never share one, and matches
+    /// keys against those constants:
     ///
     ///     extension DialectKey.Kind {
-    ///         static let pusherAuth: Self = "pusher.auth"
+    ///         static let pusherAuth = DialectKey.Kind("pusher.auth")
     ///     }
-    public struct Kind: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    ///
+    ///     switch id.kind {
+    ///     case .pusherAuth: …
+    ///     default: return
+    ///     }
+    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name, as logs and wrapped errors show it.
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(stringLiteral value: String) { rawValue = value }
+        /// A kind named `name` ("pusher.auth").
+        public init(_ name: String) { rawValue = name }
         public var description: String { rawValue }
-
-        // Transitional: lets machines that still spell a kind as a `String` constant compare and match it
-        // until they declare `Kind` constants.
-        public static func == (lhs: Kind, rhs: String) -> Bool { lhs.rawValue == rhs }
-        public static func ~= (pattern: String, value: Kind) -> Bool { pattern == value.rawValue }
     }
 
     public var kind: Kind
@@ -126,11 +128,6 @@ extension RealtimeDialect {
         self.kind = kind
         self.channel = channel
         self.serial = serial
-    }
-
-    /// Transitional: a key whose kind is spelled as a `String` constant.
-    public init(kind: String, channel: ChannelID? = nil, serial: UInt64 = 0) {
-        self.init(kind: Kind(rawValue: kind), channel: channel, serial: serial)
     }
 }
 
@@ -258,29 +255,28 @@ extension RealtimeDialect {
 ///
 /// Every method appends actions to `actions`; the engine executes them in order.
 ///
-/// The protocol is public so that ``RealtimeDialect`` can name its machine, but its requirements, like
-/// the rest of the dialect-authoring contract (`DialectAction`, `DialectCommand`, `DialectKey`, …), are
-/// SPI: a dialect's author writes `@_spi(DialectAuthoring) import RealtimeCore`; an app never needs to.
-public protocol DialectMachine: Sendable {
+/// Part of the dialect-authoring contract, like `DialectAction`, `DialectCommand` and `DialectKey`: a
+/// dialect's author writes `@_spi(DialectAuthoring) import RealtimeCore`; an app never needs to.
+@_spi(DialectAuthoring) public protocol DialectMachine: Sendable {
     /// A transport connection opened (WebSocket upgrade done). Not yet "connected": the dialect
     /// says `.connected` when its own handshake completes.
-    @_spi(DialectAuthoring) mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction])
+    mutating func connectionOpened(_ info: TransportOpenInfo, actions: inout [DialectAction])
     /// A frame arrived.
-    @_spi(DialectAuthoring) mutating func received(_ frame: TransportFrame, actions: inout [DialectAction])
+    mutating func received(_ frame: TransportFrame, actions: inout [DialectAction])
     /// The engine asks for something.
-    @_spi(DialectAuthoring) mutating func handle(_ command: DialectCommand, actions: inout [DialectAction])
+    mutating func handle(_ command: DialectCommand, actions: inout [DialectAction])
     /// A timer started with `.startTimer` fired.
-    @_spi(DialectAuthoring) mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction])
+    mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction])
     /// Work started with `.perform` finished, on the same connection.
-    @_spi(DialectAuthoring) mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
-                               actions: inout [DialectAction])
+    mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
+                      actions: inout [DialectAction])
     /// A connection attempt is about to open `request` (built by the dialect). The machine may record it
     /// or change it (Pusher retries over `wss` after a close 4000, "use TLS"). The default does nothing.
-    @_spi(DialectAuthoring) mutating func willOpen(_ request: inout ConnectionRequest)
+    mutating func willOpen(_ request: inout ConnectionRequest)
     /// The connection ended. Reset per-connection state and classify what happens next.
     /// (Whatever the dialect answers, a transport failure with code `.invalidArgument` — a bad URL, `ws://`
     /// to a remote host without the opt-in — is terminal: retrying the same request cannot help.)
-    @_spi(DialectAuthoring) mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd
+    mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd
 }
 
 extension TransportFrame {

@@ -14,26 +14,46 @@
 /// ``disabled`` to turn the check off (the server may still drop a client that does not answer its pings;
 /// the session answers them whatever this says).
 ///
+/// Neither duration is ever shorter than ``minimumDuration`` (100 ms): a shorter one, zero and negative
+/// durations included, is raised to it when set, so a typo cannot make the session ping without pause or
+/// give up on a link at once.
+///
 /// ```swift
 /// .actionCable(url: url, liveness: Liveness(pingTimeout: .seconds(10)))   // a slow mobile link
 /// .pusher(key: "app-key", liveness: Liveness(pingInterval: .seconds(30)))  // ping sooner
 /// .socketIO(url: url, liveness: .disabled)
 /// ```
 public struct Liveness: Sendable, Hashable {
+    /// The shortest ``pingInterval`` and ``pingTimeout`` a value holds; shorter ones are raised to it.
+    public static let minimumDuration: Duration = .milliseconds(100)
+
     /// The quiet time after which a ping is due; `nil` uses the dialect's default or the server's value.
-    public var pingInterval: Duration?
+    /// Never below ``minimumDuration``.
+    public var pingInterval: Duration? {
+        get { interval }
+        set { interval = newValue.map(Self.raisedToMinimum) }
+    }
     /// How long past a due ping the link may stay silent before it counts as dead; `nil` uses the
-    /// dialect's default or the server's value.
-    public var pingTimeout: Duration?
+    /// dialect's default or the server's value. Never below ``minimumDuration``.
+    public var pingTimeout: Duration? {
+        get { timeout }
+        set { timeout = newValue.map(Self.raisedToMinimum) }
+    }
     /// `false` turns liveness checking off: a silent link then stays up until the transport notices.
     public var isEnabled: Bool
 
+    private var interval: Duration?
+    private var timeout: Duration?
+
     /// Liveness checking with the given values; `nil` keeps the dialect's default or the server's value.
+    /// A duration below ``minimumDuration`` (zero or negative included) is raised to it.
     public init(pingInterval: Duration? = nil, pingTimeout: Duration? = nil) {
-        self.pingInterval = pingInterval
-        self.pingTimeout = pingTimeout
+        interval = pingInterval.map(Self.raisedToMinimum)
+        timeout = pingTimeout.map(Self.raisedToMinimum)
         isEnabled = true
     }
+
+    private static func raisedToMinimum(_ duration: Duration) -> Duration { max(duration, minimumDuration) }
 
     /// The dialect's defaults and the server's values: the default of every dialect.
     public static var automatic: Liveness { Liveness() }

@@ -197,6 +197,8 @@ public final class RealtimeSession: Sendable {
     }
 
     /// Every channel's subscription changes as an async sequence; see ``onChannelEvent(perform:)``.
+    /// By default it holds at most 1,024 changes the consumer has not taken and drops later ones until it
+    /// catches up.
     public func channelEvents(bufferingPolicy: AsyncStream<ChannelLifecycleEvent>.Continuation.BufferingPolicy
                                 = .bufferingOldest(1_024)) -> AsyncStream<ChannelLifecycleEvent> {
         engine.lifecycleStream(channel: nil, bufferingPolicy: bufferingPolicy)
@@ -217,10 +219,13 @@ public final class RealtimeSession: Sendable {
     }
 
     /// The current state, then every new state.
+    ///
+    /// Bounded like every observer stream: it holds at most 1,024 states the consumer has not taken, and
+    /// past that drops the oldest, so the latest state always arrives.
     public var states: AsyncStream<ConnectionState> {
         let registry = engine.registry
         let engine = self.engine
-        return AsyncStream { continuation in
+        return AsyncStream(bufferingPolicy: .bufferingNewest(observerStreamLimit)) { continuation in
             let id = registry.addStateObserver { _, new in continuation.yield(new) }
             continuation.yield(engine.state)
             continuation.onTermination = { _ in registry.remove(id: id) }
@@ -228,9 +233,13 @@ public final class RealtimeSession: Sendable {
     }
 
     /// Errors as they are reported.
+    ///
+    /// Bounded like ``channelEvents(bufferingPolicy:)``: it holds at most 1,024 errors the consumer has not
+    /// taken and drops later ones until it catches up. (The error that ends the session also arrives as
+    /// ``ConnectionState/failed(_:)`` in ``states``, which always keeps the latest.)
     public var errors: AsyncStream<RealtimeError> {
         let registry = engine.registry
-        return AsyncStream { continuation in
+        return AsyncStream(bufferingPolicy: .bufferingOldest(observerStreamLimit)) { continuation in
             let id = registry.addErrorObserver { continuation.yield($0) }
             continuation.onTermination = { _ in registry.remove(id: id) }
         }
@@ -379,7 +388,8 @@ public struct RealtimeChannel: Sendable {
         engine.registry.addLifecycleObserver(channel: id, handler)
     }
 
-    /// This channel's subscription changes as an async sequence.
+    /// This channel's subscription changes as an async sequence. By default it holds at most 1,024 changes
+    /// the consumer has not taken and drops later ones until it catches up.
     public func lifecycle(bufferingPolicy: AsyncStream<ChannelLifecycleEvent>.Continuation.BufferingPolicy
                             = .bufferingOldest(1_024)) -> AsyncStream<ChannelLifecycleEvent> {
         engine.lifecycleStream(channel: id, bufferingPolicy: bufferingPolicy)
@@ -403,11 +413,15 @@ extension SessionEngine {
         }
     }
 
-    func stream(channel: ChannelID?, event: String?) -> RealtimeEventStream {
+    /// `include`, when given, picks the events the stream takes; the others cost it nothing.
+    func stream(channel: ChannelID?, event: String?,
+                where include: (@Sendable (RealtimeEvent) -> Bool)? = nil) -> RealtimeEventStream {
         let registry = self.registry
         let outstanding = Locked(DeliveryBacklog())
+        // Unbounded on purpose: the session's delivery budget bounds it by pausing the socket instead.
         let base = AsyncStream<RealtimeEvent>(bufferingPolicy: .unbounded) { continuation in
             let id = registry.add(channel: channel, event: event) { [weak self] event in
+                if let include, !include(event) { return }
                 let cost = DeliveryBacklog(events: 1, bytes: event.rawData?.utf8.count ?? 0)
                 outstanding.withLock { $0.events += cost.events; $0.bytes += cost.bytes }
                 self?.noteStreamBuffered(cost)
@@ -424,4 +438,18 @@ extension SessionEngine {
             }
         }
         return RealtimeEventStream(base: base, outstanding: outstanding, engine: self)
-    }}
+    }
+}
+
+/// How many elements an observer stream (states, errors, lifecycle, a dialect's rosters and counts) holds
+/// for a consumer that has not taken them. Event streams are bounded by the delivery budget instead.
+package let observerStreamLimit = 1_024
+
+extension RealtimeSession {
+    /// Events named `name` (all when `nil`) that `include` accepts, as a stream back-pressured like
+    /// ``events(_:)``: for a dialect's filtered views of the session's events (Pusher's user channel).
+    package func events(_ name: String?,
+                        where include: @escaping @Sendable (RealtimeEvent) -> Bool) -> RealtimeEventStream {
+        engine.stream(channel: nil, event: name, where: include)
+    }
+}

@@ -18,7 +18,7 @@ struct LineDialect: RealtimeDialect {
         reconnectPolicy = policy
     }
 
-    func makeMachine() -> LineMachine { LineMachine() }
+    func makeMachine() -> any DialectMachine { LineMachine() }
 
     var deferRequest = false
 
