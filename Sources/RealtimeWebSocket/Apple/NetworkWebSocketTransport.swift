@@ -38,27 +38,28 @@ public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEval
 
     public func open(_ request: ConnectionRequest,
                      handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
-        let connection = NetworkWebSocketConnection(configuration: configuration, handler: handler)
+        let connection = NetworkWebSocketConnection(configuration: configuration, request: request, handler: handler)
         connection.start(request)
         return connection
     }
 }
 
-/// One connection of ``NetworkWebSocketTransport``. Network.framework calls back on `queue` (serial), so
-/// the handler is never called twice at once; state shared with callers' threads sits in `state`.
+/// One connection of ``NetworkWebSocketTransport``: it executes the same ``WebSocketConnectionMachine`` as
+/// the Linux `WebSocketChannel` (upgrade, frames queued before open, replies before our close frame, the
+/// close handshake and its timeout, pings, the send limit). Network.framework only carries the bytes:
+/// `NWProtocolWebSocket` is not used, because its framing, close and ping rules would be a second, untested
+/// lifecycle. Network.framework calls back on `queue` (serial), so the handler is never called twice at
+/// once; the machine and the state shared with callers' threads sit in `state`.
 final class NetworkWebSocketConnection: TransportConnection {
     private struct State {
         var connection: NWConnection?
-        var handshake: WebSocketClientHandshake?
-        var codec: WebSocketCodec
-        var isOpen = false
-        var isFinished = false
+        var machine: WebSocketConnectionMachine
         var isReading = false
         var readingPaused = false
-        var pending: [TransportFrame] = []
-        var localClose: (code: Int, reason: String)?
         /// Bytes handed to `send` whose completion has not come back yet.
         var unsentBytes = 0
+        /// The deadline a `queue` timer is already armed for.
+        var armedDeadline: UInt64?
         /// Why the verify block refused the server: reported instead of Network.framework's bare status.
         var trustFailure: RealtimeError?
     }
@@ -67,23 +68,31 @@ final class NetworkWebSocketConnection: TransportConnection {
     private let handler: @Sendable (TransportEvent) -> Void
     private let queue = DispatchQueue(label: "realtime.websocket.network")
     private let state: Locked<State>
+    private let handshake: WebSocketClientHandshake
+    private let connectTimeout: Duration
 
-    init(configuration: WebSocketTransport.Configuration, handler: @escaping @Sendable (TransportEvent) -> Void) {
+    init(configuration: WebSocketTransport.Configuration, request: ConnectionRequest,
+         handler: @escaping @Sendable (TransportEvent) -> Void) {
         self.configuration = configuration
         self.handler = handler
-        state = Locked(State(codec: WebSocketCodec(role: .client, limits: configuration.limits)))
+        connectTimeout = request.connectTimeout
+        handshake = WebSocketClientHandshake(
+            url: request.url, headers: request.headers, subprotocols: request.subprotocols, origin: request.origin,
+            key: WebSocketClientHandshake.makeKey(), maximumResponseSize: configuration.maximumHandshakeResponseSize)
+        let options = ChannelOptions(limits: configuration.limits, closeTimeout: configuration.closeTimeout,
+                                     pingTimeout: configuration.pingTimeout)
+        state = Locked(State(machine: WebSocketConnectionMachine(upgrade: .client(handshake), options: options)))
     }
+
+    private static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     func start(_ request: ConnectionRequest) {
         let target: WebSocketTransport.Target
-        let handshake = WebSocketClientHandshake(
-            url: request.url, headers: request.headers, subprotocols: request.subprotocols, origin: request.origin,
-            key: WebSocketClientHandshake.makeKey(), maximumResponseSize: configuration.maximumHandshakeResponseSize)
         do {
             target = try WebSocketTransport.target(of: request)
             try handshake.validate()
         } catch {
-            queue.async { self.finish(.failed(error)) }
+            queue.async { self.drive { $0.fail(error, into: &$1) } }
             return
         }
         let parameters: NWParameters
@@ -100,7 +109,7 @@ final class NetworkWebSocketConnection: TransportConnection {
                 do {
                     policy = try TLSTrustPolicy(configuration.tls)
                 } catch {
-                    queue.async { self.finish(.failed(error)) }
+                    queue.async { self.drive { $0.fail(error, into: &$1) } }
                     return
                 }
                 // Replaces the default evaluation, so it evaluates in full itself (see TLSTrustPolicy.evaluate).
@@ -117,16 +126,62 @@ final class NetworkWebSocketConnection: TransportConnection {
         let connection = NWConnection(host: NWEndpoint.Host(target.host),
                                       port: NWEndpoint.Port(integerLiteral: UInt16(target.port)),
                                       using: parameters)
-        state.withLock {
-            $0.connection = connection
-            $0.handshake = handshake
-        }
+        state.withLock { $0.connection = connection }
         connection.stateUpdateHandler = { [weak self] update in self?.stateChanged(update) }
         connection.start(queue: queue)
-        let seconds = Double(request.connectTimeout.nanoseconds) / 1e9
-        queue.asyncAfter(deadline: .now() + seconds) { [weak self] in
-            guard let self, !self.state.withLock({ $0.isOpen }) else { return }
-            self.finish(.failed(RealtimeError(.connectTimedOut, "could not connect within \(seconds) s")))
+        let timeout = request.connectTimeout
+        queue.async { self.drive { machine, _ in machine.start(now: Self.now, timeout: timeout) } }
+    }
+
+    // MARK: Executing the machine (on `queue`)
+
+    /// Feeds the machine one input under the lock, then carries out what it returned.
+    private func drive(_ input: (inout WebSocketConnectionMachine, inout WebSocketConnectionMachine.Output) -> Void) {
+        var output = WebSocketConnectionMachine.Output()
+        state.withLock { input(&$0.machine, &output) }
+        perform(output)
+    }
+
+    private func perform(_ output: WebSocketConnectionMachine.Output) {
+        write(output.bytes)
+        for action in output.actions {
+            switch action {
+            case .opened(let info):
+                handler(.opened(info))
+            case .deliver(let frames):
+                handler(.received(frames))
+            case .pauseReading(let paused):
+                state.withLock { $0.readingPaused = paused }
+                if !paused { readNext() }
+            case .pongReceived, .pingTimedOut:
+                break  // this transport offers no ping(); the machine sends none
+            case .startTimedOut:
+                let seconds = Double(connectTimeout.nanoseconds) / 1e9
+                drive { $0.fail(RealtimeError(.connectTimedOut, "could not connect within \(seconds) s"), into: &$1) }
+            case .finish(let closure):
+                let connection = state.withLock { state -> NWConnection? in
+                    defer { state.connection = nil }
+                    return state.connection
+                }
+                connection?.cancel()
+                handler(.closed(closure))
+            }
+        }
+        armTimer()
+    }
+
+    /// Keeps one `queue` timer at the machine's next deadline.
+    private func armTimer() {
+        let deadline = state.withLock { state -> UInt64? in
+            guard let wanted = state.machine.nextDeadline, wanted != state.armedDeadline else { return nil }
+            state.armedDeadline = wanted
+            return wanted
+        }
+        guard let deadline else { return }
+        queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: deadline)) { [weak self] in
+            guard let self else { return }
+            self.state.withLock { if $0.armedDeadline == deadline { $0.armedDeadline = nil } }
+            self.drive { $0.timerFired(now: Self.now, into: &$1) }
         }
     }
 
@@ -135,11 +190,11 @@ final class NetworkWebSocketConnection: TransportConnection {
     private func stateChanged(_ update: NWConnection.State) {
         switch update {
         case .ready:
-            let bytes = state.withLock { $0.handshake?.requestBytes() } ?? []
-            write(bytes)
+            drive { $0.streamReady(into: &$1) }
             readNext()
         case .failed(let error), .waiting(let error):
-            finish(.failed(state.withLock { $0.trustFailure } ?? Self.realtimeError(error)))
+            let failure = state.withLock { $0.trustFailure } ?? Self.realtimeError(error)
+            drive { $0.fail(failure, into: &$1) }
         default:
             break
         }
@@ -147,7 +202,7 @@ final class NetworkWebSocketConnection: TransportConnection {
 
     private func readNext() {
         let connection: NWConnection? = state.withLock { state in
-            guard !state.isFinished, !state.readingPaused, !state.isReading else { return nil }
+            guard !state.machine.isFinished, !state.readingPaused, !state.isReading else { return nil }
             state.isReading = true
             return state.connection
         }
@@ -156,9 +211,9 @@ final class NetworkWebSocketConnection: TransportConnection {
             self.state.withLock { $0.isReading = false }
             if let data, !data.isEmpty { self.received(data) }
             if let error {
-                self.finish(.failed(Self.realtimeError(error)))
+                self.drive { $0.fail(Self.realtimeError(error), into: &$1) }
             } else if isComplete {
-                self.endOfStream()
+                self.drive { $0.streamEnded(into: &$1) }
             } else {
                 self.readNext()
             }
@@ -166,63 +221,14 @@ final class NetworkWebSocketConnection: TransportConnection {
     }
 
     private func received(_ data: Data) {
-        var opened: TransportOpenInfo?
-        var frames: [TransportFrame] = []
-        var output: [UInt8] = []
-        var ending: TransportClosure.Kind?
-        state.withLock { state in
-            guard !state.isFinished else { return }  // nothing is delivered after `.closed`
-            var bytes = [UInt8](data)
-            if var handshake = state.handshake {
-                do {
-                    guard let (info, leftover) = try bytes.withUnsafeBytes({ try handshake.receive($0) }) else {
-                        state.handshake = handshake
-                        return
-                    }
-                    state.handshake = nil
-                    state.isOpen = true
-                    opened = info
-                    bytes = leftover
-                    for frame in state.pending { state.codec.encode(frame, into: &output) }
-                    state.pending = []
-                } catch let error as RealtimeError {
-                    ending = .failed(error)
-                    return
-                } catch {
-                    return
-                }
-            }
-            var events: [WebSocketEvent] = []
-            bytes.withUnsafeBytes { state.codec.receive($0, events: &events, output: &output) }
-            for event in events {
-                switch event {
-                case .message(let frame): frames.append(frame)
-                case .closed(let code, let reason):
-                    if let local = state.localClose {
-                        ending = .closedLocally(code: local.code, reason: local.reason)
-                    } else {
-                        ending = .closedByPeer(code: code, reason: reason)
-                    }
-                case .failed(let error, _): ending = .failed(error)
-                case .ping, .pong: break
-                }
-            }
+        drive { machine, output in
+            data.withUnsafeBytes { machine.receive($0, now: Self.now, into: &output) }
+            machine.readFinished(into: &output)
         }
-        if let opened { handler(.opened(opened)) }
-        if !output.isEmpty { write(output) }
-        if !frames.isEmpty { handler(.received(frames)) }
-        if let ending { finish(ending) }
-    }
-
-    private func endOfStream() {
-        let (open, local, handshake) = state.withLock { ($0.isOpen, $0.localClose, $0.handshake) }
-        if !open, let handshake {
-            finish(.failed(handshake.errorForClosedConnection()))
-        } else if let local {
-            finish(.closedLocally(code: local.code, reason: local.reason))
-        } else {
-            finish(.failed(RealtimeError(.transportFailed, "the connection closed without a close frame",
-                                         context: .init(closeCode: 1006))))
+        // The read revealed the end: the app's replies to its messages, queued on `queue` behind this
+        // block by `send`, go out before our close frame.
+        if state.withLock({ $0.machine.isEnding }) {
+            queue.async { self.drive { $0.finishEnding(after: [], into: &$1) } }
         }
     }
 
@@ -238,28 +244,15 @@ final class NetworkWebSocketConnection: TransportConnection {
             return (connection, false)
         }
         if overLimit {
-            finish(.failed(RealtimeError(.limitExceeded, "more than \(limit) bytes were queued for sending")))
+            drive { $0.sendLimitExceeded(limit: limit, into: &$1) }
             return
         }
         let count = bytes.count
         connection?.send(content: Data(bytes), completion: .contentProcessed { [weak self] error in
             guard let self else { return }
             self.state.withLock { $0.unsentBytes -= count }
-            if let error { self.queue.async { self.finish(.failed(Self.realtimeError(error))) } }
+            if let error { self.queue.async { self.drive { $0.fail(Self.realtimeError(error), into: &$1) } } }
         })
-    }
-
-    private func finish(_ kind: TransportClosure.Kind) {
-        let (first, wasOpen, connection) = state.withLock { state -> (Bool, Bool, NWConnection?) in
-            defer {
-                state.isFinished = true
-                state.connection = nil
-            }
-            return (!state.isFinished, state.isOpen, state.connection)
-        }
-        guard first else { return }
-        connection?.cancel()
-        handler(.closed(TransportClosure(kind, duringOpen: !wasOpen)))
     }
 
     private static func realtimeError(_ error: NWError) -> RealtimeError {
@@ -292,46 +285,28 @@ final class NetworkWebSocketConnection: TransportConnection {
 
     // MARK: TransportConnection (any thread)
 
+    /// Encodes on the caller's thread (under the lock, so frames keep their order) and writes on `queue`.
     func send(_ frames: [TransportFrame]) {
-        var output: [UInt8] = []
-        state.withLock { state in
-            guard !state.isFinished, state.localClose == nil else { return }
-            guard state.isOpen else {
-                state.pending += frames
-                return
-            }
-            for frame in frames { state.codec.encode(frame, into: &output) }
-        }
-        queue.async { [output] in self.write(output) }
+        var output = WebSocketConnectionMachine.Output()
+        state.withLock { $0.machine.send(frames, into: &output) }
+        queue.async { [output] in self.perform(output) }
     }
 
+    /// Decided at once, so frames sent after it are dropped; carried out on `queue`.
     func close(code: Int, reason: String) {
-        var output: [UInt8] = []
-        let open = state.withLock { state -> Bool? in
-            guard !state.isFinished, state.localClose == nil else { return nil }
-            state.localClose = (code, reason)
-            if state.isOpen { state.codec.encodeClose(code: code, reason: reason, into: &output) }
-            return state.isOpen
-        }
-        guard let open else { return }
-        queue.async { [output] in
-            guard open else {
-                self.finish(.closedLocally(code: code, reason: reason))
-                return
-            }
-            self.write(output)
-            let seconds = Double(self.configuration.closeTimeout.nanoseconds) / 1e9
-            self.queue.asyncAfter(deadline: .now() + seconds) { self.finish(.closedLocally(code: code, reason: reason)) }
-        }
+        var output = WebSocketConnectionMachine.Output()
+        state.withLock { $0.machine.close(code: code, reason: reason, now: Self.now, into: &output) }
+        queue.async { [output] in self.perform(output) }
     }
 
     func abort() {
-        queue.async { self.finish(.closedLocally(code: 1006, reason: "aborted")) }
+        queue.async { self.drive { $0.abort(into: &$1) } }
     }
 
     func setReadingPaused(_ paused: Bool) {
-        state.withLock { $0.readingPaused = paused }
-        if !paused { queue.async { self.readNext() } }
+        var output = WebSocketConnectionMachine.Output()
+        state.withLock { $0.machine.setReadingPaused(paused, into: &output) }
+        queue.async { [output] in self.perform(output) }
     }
 }
 #endif

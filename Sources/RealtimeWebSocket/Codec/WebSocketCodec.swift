@@ -38,47 +38,20 @@ public struct WebSocketCodec: Sendable {
     /// `true` once this side has written a close frame (its own, a reply, or after a protocol error).
     package private(set) var hasSentClose = false
 
-    /// Where the last message of the latest `receive` call ended: the bytes of that call's input used
-    /// up to it, and how many events and output bytes there were right after it. Nil when that call
-    /// delivered no message.
-    package private(set) var lastMessageBoundary: MessageBoundary?
+    /// The close frame the latest `receive` decided to send (the reply to the peer's close, or ours after a
+    /// protocol error), held back by ``receiveDeferringClose(_:events:output:)`` so that the caller can
+    /// first send its replies to the messages decoded before it. Written by ``writeOwedClose(into:)``.
+    private var owedClose: [UInt8]?
 
-    /// A point right after a delivered message, for ``rewindToLastMessage(closeState:)``.
-    package struct MessageBoundary: Sendable, Hashable {
-        public var inputUsed: Int
-        public var eventCount: Int
-        public var outputCount: Int
-    }
+    /// `true` while a close frame is owed: data frames may still be encoded ahead of it.
+    package var owesClose: Bool { owedClose != nil }
 
-    /// The close handshake's state, taken before a `receive` call to rewind to later.
-    package struct CloseState: Sendable, Hashable {
-        fileprivate var hasReceivedClose: Bool
-        fileprivate var hasFailed: Bool
-        fileprivate var hasSentClose: Bool
-    }
-
-    /// The close handshake's state now.
-    package var closeState: CloseState {
-        CloseState(hasReceivedClose: hasReceivedClose, hasFailed: hasFailed, hasSentClose: hasSentClose)
-    }
-
-    /// Puts the codec back where it was right after ``lastMessageBoundary``, with the close handshake as
-    /// `closeState` (taken before that `receive` call): for callers that act on a batch of messages
-    /// before an ending that followed them in the same input is decoded (pass the input from the
-    /// boundary on again, and drop the events and output past it). Between messages the codec holds
-    /// no partial frame or message, so this needs no copy of it.
-    package mutating func rewindToLastMessage(closeState: CloseState) {
-        precondition(lastMessageBoundary != nil, "the latest receive delivered no message")
-        pending.removeAll(keepingCapacity: true)
-        frame = nil
-        messageOpcode = nil
-        messageBytes.removeAll(keepingCapacity: true)
-        messageData = Data()
-        messageFragments = 0
-        utf8.reset()
-        hasReceivedClose = closeState.hasReceivedClose
-        hasFailed = closeState.hasFailed
-        hasSentClose = closeState.hasSentClose
+    /// Writes the owed close frame, if any; from then on nothing but pongs is sent.
+    package mutating func writeOwedClose(into output: inout [UInt8]) {
+        guard let frame = owedClose else { return }
+        owedClose = nil
+        output += frame
+        hasSentClose = true
     }
 
     /// `true` when the close handshake finished in both directions or the peer broke the protocol.
@@ -109,6 +82,14 @@ public struct WebSocketCodec: Sendable {
         _ = receive(bytes, maximumMessages: .max, events: &events, output: &output)
     }
 
+    /// Like `receive(_:events:output:)`, but a close frame the input calls for is not written: it stays
+    /// owed (``owesClose``) until ``writeOwedClose(into:)``, so that replies to the messages before it can
+    /// be encoded first (Autobahn 3.x, 4.x, 5.15: echo, then fail).
+    package mutating func receiveDeferringClose(_ bytes: UnsafeRawBufferPointer, events: inout [WebSocketEvent],
+                                                output: inout [UInt8]) {
+        _ = decode(bytes, maximumMessages: .max, events: &events, output: &output)
+    }
+
     /// Like `receive(_:events:output:)`, but stops right after the `maximumMessages`-th message and
     /// returns how many bytes of `bytes` it used; pass the rest in the next call.
     ///
@@ -116,7 +97,13 @@ public struct WebSocketCodec: Sendable {
     /// that has to send its echo before the close frame a later protocol error would write.
     public mutating func receive(_ bytes: UnsafeRawBufferPointer, maximumMessages: Int,
                                  events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
-        lastMessageBoundary = nil
+        let used = decode(bytes, maximumMessages: maximumMessages, events: &events, output: &output)
+        writeOwedClose(into: &output)
+        return used
+    }
+
+    private mutating func decode(_ bytes: UnsafeRawBufferPointer, maximumMessages: Int,
+                                 events: inout [WebSocketEvent], output: inout [UInt8]) -> Int {
         guard let base = bytes.baseAddress, !isInputFinished else { return bytes.count }
         let count = bytes.count
         var offset = 0
@@ -125,10 +112,7 @@ public struct WebSocketCodec: Sendable {
             var deliveredMessage = false
             offset = completePending(from: bytes, deliveredMessage: &deliveredMessage, events: &events, output: &output)
             guard pending.isEmpty else { return count }
-            if deliveredMessage {
-                messagesLeft -= 1
-                noteMessage(offset, events, output)
-            }
+            if deliveredMessage { messagesLeft -= 1 }
         }
         while offset < count, !isInputFinished, messagesLeft > 0 {
             if var progress = frame {
@@ -141,7 +125,6 @@ public struct WebSocketCodec: Sendable {
                     if progress.isFinal {
                         deliverMessage(events: &events, output: &output)
                         messagesLeft -= 1
-                        noteMessage(offset, events, output)
                     }
                 } else {
                     frame = progress
@@ -195,20 +178,11 @@ public struct WebSocketCodec: Sendable {
                     events.append(.message(.binary(Data(payload))))
                 }
                 messagesLeft -= 1
-                noteMessage(offset, events, output)
                 continue
             }
-            if beginDataFrame(head, events: &events, output: &output) {
-                messagesLeft -= 1
-                noteMessage(offset, events, output)
-            }
+            if beginDataFrame(head, events: &events, output: &output) { messagesLeft -= 1 }
         }
         return isInputFinished ? count : offset
-    }
-
-    private mutating func noteMessage(_ offset: Int, _ events: [WebSocketEvent], _ output: [UInt8]) {
-        guard case .message = events.last else { return }
-        lastMessageBoundary = MessageBoundary(inputUsed: offset, eventCount: events.count, outputCount: output.count)
     }
 
     private var isInputFinished: Bool { hasFailed || hasReceivedClose }
@@ -424,8 +398,9 @@ public struct WebSocketCodec: Sendable {
             // Echo the peer's code, as RFC 6455 §5.5.1 suggests; an empty close gets an empty reply.
             var body: [UInt8] = []
             if let code { body = [UInt8(truncatingIfNeeded: code >> 8), UInt8(truncatingIfNeeded: code)] }
-            writeFrame(opcode: Opcode.close, payload: body, into: &output)
-            hasSentClose = true
+            var frame: [UInt8] = []
+            writeFrame(opcode: Opcode.close, payload: body, into: &frame)
+            owedClose = frame
         }
         events.append(.closed(code: code, reason: reason))
         releaseBuffers()
@@ -445,8 +420,9 @@ public struct WebSocketCodec: Sendable {
     private mutating func fail(_ code: RealtimeError.Code, closeCode: Int, _ message: String,
                                events: inout [WebSocketEvent], output: inout [UInt8]) {
         if !hasSentClose {
-            writeClose(code: closeCode, reason: message, into: &output)
-            hasSentClose = true
+            var frame: [UInt8] = []
+            writeClose(code: closeCode, reason: message, into: &frame)
+            owedClose = frame
         }
         hasFailed = true
         releaseBuffers()
@@ -504,7 +480,7 @@ public struct WebSocketCodec: Sendable {
     /// Codes that may not appear on the wire are replaced: 1005 ("no status") sends an empty close,
     /// any other invalid code sends 1000. The reason is cut to 123 bytes at a character boundary.
     public mutating func encodeClose(code: Int, reason: String, into output: inout [UInt8]) {
-        guard !hasSentClose else { return }
+        guard !hasSentClose, owedClose == nil else { return }
         hasSentClose = true
         if code == 1005 {
             writeFrame(opcode: Opcode.close, payload: [], into: &output)

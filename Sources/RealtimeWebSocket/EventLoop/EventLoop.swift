@@ -159,8 +159,6 @@ final class LoopContext {
     let readBuffer: UnsafeMutableRawBufferPointer
     /// Scratch space for TLS plaintext, reused by every connection of the loop.
     let plaintextBuffer: UnsafeMutableRawBufferPointer
-    /// Reused by every connection of the loop for codec events.
-    var codecEvents: [WebSocketEvent] = []
 
     fileprivate init(loop: EventLoop, wakeFD: Int32) throws(RealtimeError) {
         self.loop = loop
@@ -207,6 +205,11 @@ final class LoopContext {
     func schedule(after delay: Duration, _ action: @escaping () -> Void) -> UInt64 {
         let nanoseconds = UInt64(clamping: max(0, delay.nanoseconds))
         return timers.schedule(at: EventLoop.now() &+ nanoseconds, action)
+    }
+
+    /// Runs `action` on this loop at `deadline` (``EventLoop/now()`` nanoseconds).
+    func schedule(at deadline: UInt64, _ action: @escaping () -> Void) -> UInt64 {
+        timers.schedule(at: deadline, action)
     }
 
     func cancelTimer(_ id: UInt64?) {

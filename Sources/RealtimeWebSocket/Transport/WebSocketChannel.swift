@@ -1,19 +1,6 @@
 import Foundation
 import RealtimeCore
 
-/// What a server-side upgrade step decided after reading request bytes.
-enum ServerUpgradeResult {
-    /// The request head is incomplete.
-    case needMoreBytes
-    /// Write `response` (a 101), then speak WebSocket; `leftover` are frame bytes that followed the request.
-    case accept(response: [UInt8], info: TransportOpenInfo, leftover: [UInt8])
-    /// Write `response` (an HTTP error) and close; `error` explains why.
-    case reject(response: [UInt8], error: RealtimeError)
-}
-
-/// Parses an upgrade request as it arrives; built per accepted socket by the server.
-typealias ServerUpgrader = (UnsafeRawBufferPointer) -> ServerUpgradeResult
-
 /// How a channel starts: dialing out (client) or just accepted (server).
 enum ChannelSetup {
     struct Client {
@@ -28,13 +15,6 @@ enum ChannelSetup {
     case server(upgrader: ServerUpgrader, tlsContext: TLSContext?, handshakeTimeout: Duration)
 }
 
-/// Timeouts and limits of one channel.
-struct ChannelOptions {
-    var limits: WebSocketLimits
-    var closeTimeout: Duration
-    var pingTimeout: Duration
-}
-
 /// Read sizes of the channel, shared with the benchmark's record-layer floor.
 package enum WebSocketChannelSizes {
     /// Bytes per TLS socket read: small enough that ciphertext, OpenSSL's record buffer and plaintext stay
@@ -42,15 +22,16 @@ package enum WebSocketChannelSizes {
     package static let tlsReadSize = 64 * 1024
 }
 
-/// One WebSocket connection on its loop thread: socket, optional TLS, upgrade, codec and write buffer.
-/// Client and server connections share it. Every method runs on the loop thread.
+/// One WebSocket connection on its loop thread: socket, optional TLS and write buffer, executing what its
+/// ``WebSocketConnectionMachine`` (upgrade, codec, close handshake, pings, timeouts) decides. Client and
+/// server connections share it. Every method runs on the loop thread.
 final class WebSocketChannel: LoopHandler {
+    /// How far the byte stream is; from `.stream` on, the machine's phase tells the rest.
     private enum Phase {
         case resolving
         case connecting(addresses: [SocketAddress], index: Int)
         case tlsHandshake
-        case upgrading
-        case open
+        case stream
         case finished
     }
 
@@ -62,21 +43,17 @@ final class WebSocketChannel: LoopHandler {
     let token: UInt64
     private let outbox: ConnectionOutbox
     private let deliver: (TransportEvent) -> Void
-    private let options: ChannelOptions
-    private var setup: ChannelSetup
+    private let setup: ChannelSetup
+    private var machine: WebSocketConnectionMachine
     private var phase: Phase = .resolving
     private var fd: Int32 = -1
     private var isWatched = false
     private var interest = SelectorInterest(read: false, write: false)
     private var tls: TLSEngine?
-    private var codec: WebSocketCodec
     private var outbound: [UInt8] = []
     private var outboundStart = 0
-    private var startTimer: UInt64?
-    private var closeTimer: UInt64?
-    private var pingTimers: [UInt64: UInt64] = [:]
-    /// Set when this side started the close handshake.
-    private var localClose: ConnectionOutbox.CloseRequest?
+    /// The loop timer armed for the machine's ``WebSocketConnectionMachine/nextDeadline``.
+    private var timer: (id: UInt64, deadline: UInt64)?
     private var lastConnectError: RealtimeError?
     /// The app paused reading (back-pressure).
     private var readingPaused = false
@@ -85,12 +62,11 @@ final class WebSocketChannel: LoopHandler {
          deliver: @escaping (TransportEvent) -> Void) {
         self.token = token
         self.setup = setup
-        self.options = options
         self.outbox = outbox
         self.deliver = deliver
         switch setup {
-        case .client: codec = WebSocketCodec(role: .client, limits: options.limits)
-        case .server: codec = WebSocketCodec(role: .server, limits: options.limits)
+        case .client(let client): machine = WebSocketConnectionMachine(upgrade: .client(client.handshake), options: options)
+        case .server(let upgrader, _, _): machine = WebSocketConnectionMachine(upgrade: .server(upgrader), options: options)
         }
     }
 
@@ -99,13 +75,8 @@ final class WebSocketChannel: LoopHandler {
     /// Client: arms the connect timeout; addresses come next through ``connect(to:in:)``.
     func startClient(in context: LoopContext) {
         guard case .client(let client) = setup else { return }
-        startTimer = context.schedule(after: client.connectTimeout) { [unowned self] in
-            startTimer = nil
-            let seconds = Double(client.connectTimeout.nanoseconds) / 1e9
-            fail(RealtimeError(.connectTimedOut,
-                               "could not connect to \(client.host):\(client.port) within \(seconds) s",
-                               context: .init(detail: "phase: \(phaseName)")), in: context)
-        }
+        machine.start(now: EventLoop.now(), timeout: client.connectTimeout)
+        armTimer(in: context)
     }
 
     /// Client: name resolution finished.
@@ -121,7 +92,7 @@ final class WebSocketChannel: LoopHandler {
     func startServer(fd: Int32, in context: LoopContext) {
         guard case .server(_, let tlsContext, let timeout) = setup else { return }
         self.fd = fd
-        phase = .upgrading
+        phase = .stream
         do throws(RealtimeError) {
             if let tlsContext {
                 tls = try TLSEngine(server: tlsContext)
@@ -134,10 +105,9 @@ final class WebSocketChannel: LoopHandler {
             fail(error, in: context)
             return
         }
-        startTimer = context.schedule(after: timeout) { [unowned self] in
-            startTimer = nil
-            fail(RealtimeError(.connectTimedOut, "the client did not finish the upgrade in time"), in: context)
-        }
+        machine.start(now: EventLoop.now(), timeout: timeout)
+        if tls == nil { drive(in: context) { machine, output in machine.streamReady(into: &output) } }
+        armTimer(in: context)
     }
 
     private func connect(addresses: [SocketAddress], index: Int, in context: LoopContext) {
@@ -185,10 +155,10 @@ final class WebSocketChannel: LoopHandler {
                 return
             }
         } else {
-            phase = .upgrading
-            outbound += client.handshake.requestBytes()
+            phase = .stream
+            drive(in: context) { machine, output in machine.streamReady(into: &output) }
         }
-        writeOutbound(in: context)
+        if isActive { writeOutbound(in: context) }
     }
 
     // MARK: Events from the selector
@@ -225,8 +195,7 @@ final class WebSocketChannel: LoopHandler {
         case .resolving: "resolving"
         case .connecting: "connecting"
         case .tlsHandshake: "TLS handshake"
-        case .upgrading: "upgrade"
-        case .open: "open"
+        case .stream: machine.phase == .open ? "open" : "upgrade"
         case .finished: "finished"
         }
     }
@@ -250,16 +219,15 @@ final class WebSocketChannel: LoopHandler {
         }
         let bytes = UnsafeRawBufferPointer(rebasing: context.readBuffer[0..<count])
         guard let tls else {
-            var frames: [TransportFrame] = []
             // Decoded a slice at a time, so the codec's events for each slice stay in cache (as they do
             // for TLS, which hands over one 16 KiB record at a time): measured about 8 % faster.
             var start = 0
             while start < count, isActive {
                 let end = min(count, start + Self.decodeSliceSize)
-                receivePlaintext(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), frames: &frames, in: context)
+                receivePlaintext(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), in: context)
                 start = end
             }
-            finishRead(frames: frames, in: context)
+            finishRead(in: context)
             return
         }
         if tls.readsRecordsDirectly {
@@ -282,30 +250,25 @@ final class WebSocketChannel: LoopHandler {
                     writeOutbound(in: context)
                     return
                 }
-                phase = .upgrading
-                if case .client(let client) = setup {
-                    try tls.writePlaintext(client.handshake.requestBytes())
-                    tls.drainCiphertext(into: &outbound)
-                }
+                phase = .stream
+                drive(in: context) { machine, output in machine.streamReady(into: &output) }
             }
-            var frames: [TransportFrame] = []
             while isActive {
                 let (filled, stop) = try tls.readPlaintext(
                     into: UnsafeMutableRawBufferPointer(rebasing: context.plaintextBuffer[0..<Self.tlsReadSize]))
                 if filled > 0 {
-                    receivePlaintext(UnsafeRawBufferPointer(rebasing: context.plaintextBuffer[0..<filled]),
-                                     frames: &frames, in: context)
+                    receivePlaintext(UnsafeRawBufferPointer(rebasing: context.plaintextBuffer[0..<filled]), in: context)
                 }
                 if stop == .bufferFull { continue }
                 if stop == .closedByPeer, isActive {
-                    finishRead(frames: frames, in: context)
+                    finishRead(in: context)
                     endOfStream(in: context)
                     return
                 }
                 break
             }
             if isActive { tls.drainCiphertext(into: &outbound) }
-            finishRead(frames: frames, in: context)
+            finishRead(in: context)
         } catch {
             fail(error, in: context)
         }
@@ -313,171 +276,123 @@ final class WebSocketChannel: LoopHandler {
 
     /// Decodes every record the last read completed with the engine's own TLS 1.3 record reader.
     private func readTLSRecordsDirectly(_ tls: TLSEngine, _ bytes: UnsafeMutableRawBufferPointer, in context: LoopContext) {
-        var frames: [TransportFrame] = []
         do throws(RealtimeError) {
             let stop = try tls.readRecordsDirectly(bytes) { plaintext in
-                receivePlaintext(plaintext, frames: &frames, in: context)
+                receivePlaintext(plaintext, in: context)
                 return isActive
             }
             if isActive { tls.drainCiphertext(into: &outbound) }  // a KeyUpdate the peer asked for
-            finishRead(frames: frames, in: context)
+            finishRead(in: context)
             if stop == .closedByPeer, isActive { endOfStream(in: context) }
         } catch {
             // Records before the bad one were authenticated: their messages still reach the app.
-            if !frames.isEmpty, isActive { deliver(.received(frames)) }
+            if isActive { drive(in: context) { machine, output in machine.readFinished(into: &output) } }
             fail(error, in: context)
         }
     }
 
-    /// Delivers one batch for the read, then acts on a close the read revealed.
-    private func finishRead(frames: [TransportFrame], in context: LoopContext) {
-        if !frames.isEmpty, isActive || pendingClosure != nil { deliver(.received(frames)) }
-        if !bytesAfterBatch.isEmpty, isActive {
-            // The batch ended where the peer's close or a protocol error begins: send what the app
-            // answered to the batch first, then decode the rest, which writes our close frame.
-            let rest = bytesAfterBatch
-            bytesAfterBatch = []
-            encodeQueuedFrames()
-            var ignored: [TransportFrame] = []
-            rest.withUnsafeBytes { decode($0, frames: &ignored, in: context, mayDefer: false) }
-        }
-        if let closure = pendingClosure {
-            pendingClosure = nil
-            finish(closure, in: context)
+    /// Delivers the read's messages in one batch; when the read revealed the peer's close or a protocol
+    /// error, what the app sent in answer goes out before our close frame.
+    private func finishRead(in context: LoopContext) {
+        guard isActive else { return }
+        drive(in: context) { machine, output in machine.readFinished(into: &output) }
+        if machine.isEnding {
+            let replies = takeQueuedFrames()
+            drive(in: context) { machine, output in machine.finishEnding(after: replies, into: &output) }
             return
         }
         if isActive { writeOutbound(in: context) }
     }
 
-    /// A closure decided in the middle of a read, reported after that read's frames.
-    private var pendingClosure: TransportClosure?
-    /// Input from the close (or protocol error) on, decoded only after the app saw the messages before it.
-    private var bytesAfterBatch: [UInt8] = []
-
-    private func receivePlaintext(_ bytes: UnsafeRawBufferPointer, frames: inout [TransportFrame], in context: LoopContext) {
-        guard pendingClosure == nil else { return }
-        if !bytesAfterBatch.isEmpty {
-            bytesAfterBatch.append(contentsOf: bytes)
-            return
-        }
-        switch phase {
-        case .upgrading:
-            upgrade(with: bytes, frames: &frames, in: context)
-        case .open:
-            decode(bytes, frames: &frames, in: context)
-        default:
-            break
-        }
-    }
-
-    private func upgrade(with bytes: UnsafeRawBufferPointer, frames: inout [TransportFrame], in context: LoopContext) {
-        switch setup {
-        case .client(var client):
-            let result: (info: TransportOpenInfo, leftover: [UInt8])?
-            do {
-                result = try client.handshake.receive(bytes)
-                setup = .client(client)
-            } catch {
-                fail(error, in: context)
-                return
-            }
-            guard let (info, leftover) = result else { return }
-            opened(info, leftover: leftover, frames: &frames, in: context)
-        case .server(let upgrader, _, _):
-            switch upgrader(bytes) {
-            case .needMoreBytes:
-                return
-            case .reject(let response, let error):
-                appendPlaintext(response)
-                writeOutbound(in: context)
-                fail(error, in: context, reportAs: .closedLocally(code: 1002, reason: error.message))
-            case .accept(let response, let info, let leftover):
-                appendPlaintext(response)
-                opened(info, leftover: leftover, frames: &frames, in: context)
-            }
-        }
-    }
-
-    private func opened(_ info: TransportOpenInfo, leftover: [UInt8], frames: inout [TransportFrame], in context: LoopContext) {
-        context.cancelTimer(startTimer)
-        startTimer = nil
-        phase = .open
-        deliver(.opened(info))
-        guard isActive else { return }
-        serviceOutbox(in: context)
-        if !leftover.isEmpty, isActive {
-            leftover.withUnsafeBytes { decode($0, frames: &frames, in: context) }
-        }
-    }
-
-    private func decode(_ bytes: UnsafeRawBufferPointer, frames: inout [TransportFrame], in context: LoopContext,
-                        mayDefer: Bool = true) {
-        var events = context.codecEvents
-        events.removeAll(keepingCapacity: true)
-        var output: [UInt8] = []
-        // Scalars only: a copy of the whole codec would share its buffers and make the decode below
-        // copy them (measured: about 10 % of a ws receive of small messages).
-        let closeState = codec.closeState
-        codec.receive(bytes, events: &events, output: &output)
-        if mayDefer, events.contains(where: \.endsConnection), let boundary = codec.lastMessageBoundary {
-            // Stop at the last message before the ending, so that replies the app sends to those
-            // messages go out before our close frame (Autobahn 3.x, 4.x, 5.15: echo, then fail); the
-            // rest is decoded again after the batch.
-            codec.rewindToLastMessage(closeState: closeState)
-            events.removeSubrange(boundary.eventCount...)
-            output.removeSubrange(boundary.outputCount...)
-            bytesAfterBatch = Array(UnsafeRawBufferPointer(rebasing: bytes[boundary.inputUsed...]))
-        }
-        if !output.isEmpty { appendPlaintext(output) }
-        for event in events {
-            switch event {
-            case .message(let frame):
-                frames.append(frame)
-            case .ping:
-                break  // the codec already queued the pong
-            case .pong(let payload):
-                pongReceived(payload, in: context)
-            case .closed(let code, let reason):
-                if let localClose {
-                    pendingClosure = TransportClosure(.closedLocally(code: localClose.code, reason: localClose.reason))
-                } else {
-                    pendingClosure = TransportClosure(.closedByPeer(code: code, reason: reason))
-                }
-            case .failed(let error, _):
-                pendingClosure = TransportClosure(.failed(error))
-            }
-        }
-        context.codecEvents = events
+    private func receivePlaintext(_ bytes: UnsafeRawBufferPointer, in context: LoopContext) {
+        drive(in: context) { machine, output in machine.receive(bytes, now: EventLoop.now(), into: &output) }
     }
 
     private func endOfStream(in context: LoopContext) {
-        switch phase {
-        case .upgrading:
-            if case .client(let client) = setup {
-                fail(client.handshake.errorForClosedConnection(), in: context)
-            } else {
-                fail(RealtimeError(.transportFailed, "the client closed the connection during the upgrade"), in: context)
-            }
-        case .tlsHandshake:
+        if case .tlsHandshake = phase {
             fail(RealtimeError(.tlsFailed, "the peer closed the connection during the TLS handshake"), in: context)
-        default:
-            if let localClose {
-                // We asked to close and the peer dropped the socket instead of answering: still our close.
-                finish(TransportClosure(.closedLocally(code: localClose.code, reason: localClose.reason)), in: context)
-            } else {
-                let midRecord = tls?.holdsPartialRecord == true
-                fail(RealtimeError(.transportFailed, "the connection closed without a close frame"
-                                   + (midRecord ? ", in the middle of a TLS record" : ""),
-                                   context: .init(closeCode: 1006, detail: midRecord ? "TLS record cut short" : nil)),
-                     in: context)
-            }
+            return
         }
+        let midRecord = tls?.holdsPartialRecord == true
+        drive(in: context) { machine, output in machine.streamEnded(midTLSRecord: midRecord, into: &output) }
+    }
+
+    // MARK: Executing the machine
+
+    /// Feeds the machine one input, then carries out what it returned: its bytes first (straight into
+    /// the write buffer without TLS, so sends are encoded in place), then its actions.
+    private func drive(in context: LoopContext,
+                       _ input: (inout WebSocketConnectionMachine, inout WebSocketConnectionMachine.Output) -> Void) {
+        var output = WebSocketConnectionMachine.Output()
+        if tls == nil { swap(&output.bytes, &outbound) }
+        input(&machine, &output)
+        if tls == nil {
+            swap(&output.bytes, &outbound)
+        } else if !output.bytes.isEmpty {
+            appendPlaintext(output.bytes, in: context)
+        }
+        for action in output.actions { perform(action, in: context) }
+        if isActive { armTimer(in: context) }
+    }
+
+    private func perform(_ action: WebSocketConnectionAction, in context: LoopContext) {
+        switch action {
+        case .opened(let info):
+            deliver(.opened(info))
+            // What the app queued before the upgrade (or from the handler just now) goes out next.
+            serviceOutbox(in: context)
+        case .deliver(let frames):
+            if isActive { deliver(.received(frames)) }
+        case .pauseReading(let paused):
+            readingPaused = paused
+            updateInterest(in: context)
+        case .pongReceived(let id):
+            guard let pending = outbox.state.withLock({ $0.pings.removeValue(forKey: id) }) else { return }
+            let elapsed = EventLoop.now() &- pending.started
+            pending.continuation.resume(returning: .nanoseconds(Int64(clamping: elapsed)))
+        case .pingTimedOut(let id):
+            let pending = outbox.state.withLock { $0.pings.removeValue(forKey: id) }
+            pending?.continuation.resume(throwing: RealtimeError(.timedOut, "no pong within the ping timeout"))
+        case .startTimedOut:
+            fail(startTimeoutError, in: context)
+        case .finish(let closure):
+            finish(closure, in: context)
+        }
+    }
+
+    private var startTimeoutError: RealtimeError {
+        switch setup {
+        case .client(let client):
+            let seconds = Double(client.connectTimeout.nanoseconds) / 1e9
+            return RealtimeError(.connectTimedOut, "could not connect to \(client.host):\(client.port) within \(seconds) s",
+                                 context: .init(detail: "phase: \(phaseName)"))
+        case .server:
+            return RealtimeError(.connectTimedOut, "the client did not finish the upgrade in time")
+        }
+    }
+
+    /// Keeps one loop timer at the machine's next deadline.
+    private func armTimer(in context: LoopContext) {
+        let wanted = machine.nextDeadline
+        guard wanted != timer?.deadline else { return }
+        context.cancelTimer(timer?.id)
+        timer = nil
+        guard let wanted else { return }
+        // A method call, not code in the closure: `self` must stay alive while a finish detaches it.
+        let id = context.schedule(at: wanted) { [unowned self] in timerFired(in: context) }
+        timer = (id, wanted)
+    }
+
+    private func timerFired(in context: LoopContext) {
+        timer = nil
+        drive(in: context) { machine, output in machine.timerFired(now: EventLoop.now(), into: &output) }
+        if isActive { writeOutbound(in: context) }
     }
 
     // MARK: Writing
 
     /// Adds bytes meant for the peer, encrypting them when TLS is on.
-    private func appendPlaintext(_ bytes: [UInt8]) {
+    private func appendPlaintext(_ bytes: [UInt8], in context: LoopContext) {
         guard let tls else {
             outbound += bytes
             return
@@ -486,7 +401,7 @@ final class WebSocketChannel: LoopHandler {
             try tls.writePlaintext(bytes)
             tls.drainCiphertext(into: &outbound)
         } catch {
-            pendingClosure = TransportClosure(.failed(error))
+            fail(error, in: context)
         }
     }
 
@@ -512,7 +427,7 @@ final class WebSocketChannel: LoopHandler {
             outbound.removeFirst(outboundStart)
             outboundStart = 0
         }
-        let unsent = outbound.count - outboundStart
+        let unsent = outbound.count - outboundStart + machine.bytesQueuedBeforeOpen
         outbox.state.withLock { $0.unsentBytes = unsent }
         updateInterest(in: context)
     }
@@ -527,90 +442,41 @@ final class WebSocketChannel: LoopHandler {
         }
     }
 
-    /// Acts on what other threads queued: frames, close, abort, pause, pings.
+    /// Acts on what other threads queued: frames, close, abort, pause, pings. Frames and pings queued
+    /// before the upgrade wait in the machine.
     func serviceOutbox(in context: LoopContext) {
         guard isActive else { return }
-        let isOpen: Bool
-        if case .open = phase { isOpen = true } else { isOpen = false }
         let (frames, close, abort, paused, overflowed, pings) = outbox.state.withLock { state in
             state.serviceScheduled = false
-            var frames: [TransportFrame] = []
-            var pings: [UInt64] = []
-            if isOpen {
-                frames = state.frames
-                state.frames = []
-                state.unsentBytes += state.queuedBytes
-                state.queuedBytes = 0
-                pings = state.pingsToSend
-                state.pingsToSend = []
-            }
+            let frames = state.frames
+            let pings = state.pingsToSend
+            state.frames = []
+            state.unsentBytes += state.queuedBytes
+            state.queuedBytes = 0
+            state.pingsToSend = []
             return (frames, state.closeRequest, state.abortRequested, state.readingPaused, state.overflowed, pings)
         }
-        if abort {
-            finish(TransportClosure(.closedLocally(code: 1006, reason: "aborted")), in: context)
-            return
-        }
-        if overflowed {
-            fail(RealtimeError(.limitExceeded,
-                               "more than \(outbox.maximumBufferedBytes) bytes were queued for sending",
-                               context: .init(closeCode: 1008)), in: context)
-            return
-        }
-        if paused != readingPaused {
-            readingPaused = paused
-            updateInterest(in: context)
-        }
-        guard isOpen else {
-            if let close, localClose == nil {
-                // Closing before the upgrade finished: nothing to hand-shake with.
-                localClose = close
-                finish(TransportClosure(.closedLocally(code: close.code, reason: close.reason)), in: context)
+        drive(in: context) { machine, output in
+            if abort {
+                machine.abort(into: &output)
+                return
             }
-            return
-        }
-        if !frames.isEmpty || !pings.isEmpty {
-            var plaintext: [UInt8] = []
-            if tls == nil { swap(&plaintext, &outbound) }
-            for frame in frames where !codec.hasSentClose { codec.encode(frame, into: &plaintext) }
-            for id in pings where !codec.hasSentClose {
-                codec.encodePing(withUnsafeBytes(of: id.bigEndian) { Array($0) }, into: &plaintext)
-                pingTimers[id] = context.schedule(after: options.pingTimeout) { [unowned self] in
-                    pingTimers[id] = nil
-                    let pending = outbox.state.withLock { $0.pings.removeValue(forKey: id) }
-                    pending?.continuation.resume(throwing: RealtimeError(.timedOut, "no pong within the ping timeout"))
-                }
+            if overflowed {
+                machine.sendLimitExceeded(limit: outbox.maximumBufferedBytes, into: &output)
+                return
             }
-            if tls == nil { swap(&plaintext, &outbound) } else { appendPlaintext(plaintext) }
+            machine.setReadingPaused(paused, into: &output)
+            machine.send(frames, into: &output)
+            let now = EventLoop.now()
+            for id in pings { machine.ping(id: id, now: now, into: &output) }
+            if let close { machine.close(code: close.code, reason: close.reason, now: now, into: &output) }
         }
-        if let close, localClose == nil {
-            localClose = close
-            if readingPaused {
-                // The peer's close reply (or its hang-up) must be read, or every close paused by
-                // back-pressure would hold its socket for the whole close timeout.
-                readingPaused = false
-                updateInterest(in: context)
-            }
-            if !codec.hasSentClose {
-                var bytes: [UInt8] = []
-                codec.encodeClose(code: close.code, reason: close.reason, into: &bytes)
-                appendPlaintext(bytes)
-            }
-            closeTimer = context.schedule(after: options.closeTimeout) { [unowned self] in
-                closeTimer = nil
-                finish(TransportClosure(.closedLocally(code: close.code, reason: close.reason)), in: context)
-            }
-        }
-        if let closure = pendingClosure {
-            pendingClosure = nil
-            finish(closure, in: context)
-            return
-        }
-        writeOutbound(in: context)
+        if isActive { writeOutbound(in: context) }
     }
 
-    /// Encodes the frames the app queued so far (used before a close frame we are about to write).
-    private func encodeQueuedFrames() {
-        let frames = outbox.state.withLock { state -> [TransportFrame] in
+    /// Takes the frames the app queued so far (its replies, sent before the close frame we owe).
+    private func takeQueuedFrames() -> [TransportFrame] {
+        outbox.state.withLock { state -> [TransportFrame] in
             defer {
                 state.unsentBytes += state.queuedBytes
                 state.queuedBytes = 0
@@ -618,32 +484,19 @@ final class WebSocketChannel: LoopHandler {
             }
             return state.frames
         }
-        guard !frames.isEmpty else { return }
-        var plaintext: [UInt8] = []
-        for frame in frames { codec.encode(frame, into: &plaintext) }
-        appendPlaintext(plaintext)
-    }
-
-    private func pongReceived(_ payload: [UInt8], in context: LoopContext) {
-        guard payload.count == 8 else { return }  // unsolicited pongs are allowed and ignored
-        let id = payload.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        context.cancelTimer(pingTimers.removeValue(forKey: id))
-        guard let pending = outbox.state.withLock({ $0.pings.removeValue(forKey: id) }) else { return }
-        let elapsed = EventLoop.now() &- pending.started
-        pending.continuation.resume(returning: .nanoseconds(Int64(clamping: elapsed)))
     }
 
     // MARK: Ending
 
-    private func fail(_ error: RealtimeError, in context: LoopContext, reportAs kind: TransportClosure.Kind? = nil) {
-        finish(TransportClosure(kind ?? .failed(error)), in: context)
+    /// Ends the channel through the machine (which decides `duringOpen` and forgets its timers).
+    private func fail(_ error: RealtimeError, in context: LoopContext) {
+        guard isActive else { return }
+        drive(in: context) { machine, output in machine.fail(error, into: &output) }
     }
 
-    /// Ends the channel once: flushes what can be flushed, closes the socket, reports `closed`.
+    /// Carries out the machine's `finish`: flushes what can be flushed, closes the socket, reports `closed`.
     private func finish(_ closure: TransportClosure, in context: LoopContext) {
         guard isActive else { return }
-        var closure = closure
-        if case .open = phase {} else { closure.duringOpen = true }
         if let tls, tls.isHandshakeComplete {
             tls.shutdown()
             tls.drainCiphertext(into: &outbound)
@@ -658,10 +511,8 @@ final class WebSocketChannel: LoopHandler {
         outbound = []
         outboundStart = 0
         tls = nil
-        context.cancelTimer(startTimer)
-        context.cancelTimer(closeTimer)
-        for timer in pingTimers.values { context.cancelTimer(timer) }
-        pingTimers = [:]
+        context.cancelTimer(timer?.id)
+        timer = nil
         closeSocket(in: context)
         context.detach(token)
         let pings = outbox.state.withLock { state in
@@ -689,15 +540,5 @@ final class WebSocketChannel: LoopHandler {
             fd = -1
         }
         interest = SelectorInterest(read: false, write: false)
-    }
-}
-
-extension WebSocketEvent {
-    /// A close or a protocol failure: nothing after it is decoded.
-    var endsConnection: Bool {
-        switch self {
-        case .closed, .failed: true
-        case .message, .ping, .pong: false
-        }
     }
 }
