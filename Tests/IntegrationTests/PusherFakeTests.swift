@@ -123,6 +123,7 @@ struct PusherFakeTests {
             try await session.connect()
             _ = try await orders.subscribed()
             let socketID = try #require(session.connectionID)
+            await pusherWait("the endpoint's log line", seconds: Self.wait) { !app.authRequests.isEmpty }
             #expect(app.authRequests.map(\.channel) == ["private-orders"])
             #expect(app.authRequests.map(\.socketID) == [socketID])
             #expect(app.messages.first { $0["type"] == "auth" }?["content_type"] == "application/x-www-form-urlencoded")
@@ -463,6 +464,8 @@ struct PusherFakeTests {
             try await session.connect()
             for name in names { _ = try await session.channel(ChannelID(name)).subscribed() }
             let privateNames = ["presence-room", "private-encrypted-vault", "private-room"]
+            // The endpoint's log line may reach the test after its answer reached the session.
+            await pusherWait("authorised", seconds: Self.wait) { app.authRequests.count == privateNames.count }
             #expect(app.authRequests.map(\.channel).sorted() == privateNames)
 
             server.kill()
