@@ -36,14 +36,10 @@ struct EngineIOPollingTransport: RealtimeTransport {
     }
 }
 
-/// One Engine.IO polling connection. Inputs from any thread go through a mailbox: the thread that finds
-/// it idle drains it, so the state machine sees one input at a time and the handler is never re-entered.
+/// One Engine.IO polling connection. Inputs from any thread go through a ``SerialMailbox``: the thread
+/// that finds it idle drains it, so the state machine sees one input at a time and the handler is never
+/// re-entered.
 private final class PollingConnection: TransportConnection {
-    private struct Mailbox {
-        var inputs: [EngineIOPolling.Input] = []
-        var draining = false
-    }
-
     private struct IO {
         var probe: (any TransportConnection)?
         var finished = false
@@ -54,7 +50,7 @@ private final class PollingConnection: TransportConnection {
     private let refusesHTTPS: Bool
     private let handler: @Sendable (TransportEvent) -> Void
     private let machine: Locked<EngineIOPolling>
-    private let mailbox = Locked(Mailbox())
+    private let mailbox = SerialMailbox<EngineIOPolling.Input>()
     private let io = Locked(IO())
     private let session: URLSession
     private let trustDelegate: PollingTrustDelegate?
@@ -103,22 +99,11 @@ private final class PollingConnection: TransportConnection {
     }
 
     private func submit(_ input: EngineIOPolling.Input) {
-        let drain = mailbox.withLock { mailbox -> Bool in
-            mailbox.inputs.append(input)
-            if mailbox.draining { return false }
-            mailbox.draining = true
-            return true
-        }
-        guard drain else { return }
-        while let next = mailbox.withLock({ mailbox -> EngineIOPolling.Input? in
-            if mailbox.inputs.isEmpty {
-                mailbox.draining = false
-                return nil
+        mailbox.submit(input) { inputs in
+            for next in inputs {
+                let actions = machine.withLock { $0.handle(next) }
+                for action in actions { perform(action) }
             }
-            return mailbox.inputs.removeFirst()
-        }) {
-            let actions = machine.withLock { $0.handle(next) }
-            for action in actions { perform(action) }
         }
     }
 
