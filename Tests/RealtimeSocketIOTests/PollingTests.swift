@@ -248,6 +248,20 @@ struct PollingTLSPolicyTests {
         #expect(error.message.contains("transports: [.websocket]"))
     }
 
+    @Test("polling's HTTP trust policy follows the session's transport: the platform's unless it customizes trust")
+    func trustPolicyOfTransport() {
+        guard case .platformDefault = HTTPTrustPolicy(of: InMemoryTransport()) else {
+            Issue.record("a transport with no policy of its own leaves the platform's")
+            return
+        }
+        #if !canImport(Security)
+        guard case .refusesHTTPS = HTTPTrustPolicy(of: PinningTransport()) else {
+            Issue.record("a policy URLSession cannot apply refuses https")
+            return
+        }
+        #endif
+    }
+
     @Test("a transport without a TLS policy of its own reports none, and the WebSocket transport is kept as is")
     func notRefused() {
         #expect(!InMemoryTransport().customizesTLSTrust)

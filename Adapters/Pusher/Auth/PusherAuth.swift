@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 @_spi(DialectAuthoring) import RealtimeCore
 
 /// What an authorizer is asked to sign.
@@ -105,7 +102,11 @@ public enum PusherAuth: Sendable {
                                        masterKey: masterKey)
         case .endpoint(let url, let userURL, let headers, let params):
             let target = request.channel == nil ? (userURL ?? url) : url
-            return try await PusherAuthEndpoint.post(request, to: target, headers: headers, params: params)
+            // The app's own backend, not the channels server: the platform's trust, not the transport's.
+            let client = URLSessionHTTPClient()
+            defer { client.finish() }
+            return try await PusherAuthEndpoint.post(request, to: target, headers: headers, params: params,
+                                                     client: client)
         }
     }
 
@@ -167,23 +168,23 @@ enum PusherAuthEndpoint {
     static let maximumBodyCount = 64 * 1024
 
     /// The request for `auth` (built apart from the round-trip so it can be tested without a network).
-    static func urlRequest(_ auth: PusherAuthRequest, to url: URL, headers: [HTTPHeader],
-                           params: [String: String]) -> URLRequest {
+    /// `headers` come last and replace a default of the same name (`Accept`, `Content-Type`).
+    static func httpRequest(_ auth: PusherAuthRequest, to url: URL, headers: [HTTPHeader],
+                            params: [String: String]) -> HTTPRequest {
         var fields = params
         fields[auth.vendor.authIDParameter] = auth.connectionID
         if let channel = auth.channel { fields["channel_name"] = channel }
-        var request = URLRequest(url: url, timeoutInterval: 20)
-        request.httpMethod = "POST"
+        var request = HTTPRequest(method: "POST", url: url, timeout: .seconds(20))
         switch auth.vendor.authEncoding {
         case .form:
-            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(formEncoded(fields).utf8)
+            request.headers.setValue("application/x-www-form-urlencoded", forName: "Content-Type")
+            request.body = Data(formEncoded(fields).utf8)
         case .json:
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(JSONValue.object(fields.mapValues { .string($0) }).serialized().utf8)
+            request.headers.setValue("application/json", forName: "Content-Type")
+            request.body = Data(JSONValue.object(fields.mapValues { .string($0) }).serialized().utf8)
         }
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        for header in headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        request.headers.setValue("application/json", forName: "Accept")
+        for header in headers { request.headers.setValue(header.value, forName: header.name) }
         return request
     }
 
@@ -195,22 +196,19 @@ enum PusherAuthEndpoint {
         return fields.sorted { $0.key < $1.key }.map { "\(encode($0.key))=\(encode($0.value))" }.joined(separator: "&")
     }
 
-    static func post(_ auth: PusherAuthRequest, to url: URL, headers: [HTTPHeader],
-                     params: [String: String]) async throws(RealtimeError) -> PusherAuthorization {
-        let request = urlRequest(auth, to: url, headers: headers, params: params)
-        let session = URLSession(configuration: .ephemeral)
-        defer { session.finishTasksAndInvalidate() }
-        let body: Data
-        let response: URLResponse
+    /// POSTs `auth` through `client` and reads the answer; a request that gets no answer fails with
+    /// `.authorizationFailed`.
+    static func post(_ auth: PusherAuthRequest, to url: URL, headers: [HTTPHeader], params: [String: String],
+                     client: some HTTPClient) async throws(RealtimeError) -> PusherAuthorization {
+        let response: HTTPResponse
         do {
-            (body, response) = try await session.data(for: request)
+            response = try await client.send(httpRequest(auth, to: url, headers: headers, params: params))
         } catch {
             throw RealtimeError(.authorizationFailed, "the auth endpoint could not be reached",
                                 context: .init(channel: auth.channel.map { ChannelID($0) },
-                                               detail: "\(url.absoluteString): \(error.localizedDescription)"))
+                                               detail: "\(url.absoluteString): \(error.message)"))
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        return try decode(body, status: status, auth: auth, endpoint: url)
+        return try decode(response.body, status: response.status, auth: auth, endpoint: url)
     }
 
     /// Checks the status and reads `{auth, channel_data?, shared_secret?, user_data?}` (or Bird's `member_data`).

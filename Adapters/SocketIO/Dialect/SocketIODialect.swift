@@ -167,15 +167,7 @@ public struct SocketIODialect: RealtimeDialect {
         switch initialTransport {
         case .websocket: return base
         case .polling:
-            var polling = EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil,
-                                                   refusesHTTPS: base.customizesTLSTrust)
-            #if canImport(Security)
-            if base.customizesTLSTrust, let evaluator = base as? any ServerTrustEvaluating {
-                polling.refusesHTTPS = false
-                polling.trustEvaluator = evaluator
-            }
-            #endif
-            return polling
+            return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil, trust: HTTPTrustPolicy(of: base))
         }
     }
 

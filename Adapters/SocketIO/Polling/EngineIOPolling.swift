@@ -8,15 +8,6 @@ import Foundation
 /// With an upgrade transport it probes a WebSocket with the same `sid` (`2probe` → `3probe`), waits
 /// for the in-flight requests to finish, sends `5` and moves every packet to the WebSocket.
 package struct EngineIOPolling: Sendable {
-    package struct HTTPResponse: Sendable, Hashable {
-        package var status: Int
-        package var body: Data
-        package init(status: Int, body: Data) {
-            self.status = status
-            self.body = body
-        }
-    }
-
     package enum Input: Sendable {
         case start
         case getFinished(Result<HTTPResponse, RealtimeError>)

@@ -1,49 +1,43 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 @_spi(DialectAuthoring) import RealtimeCore
-#if canImport(Security)
-import Security
-#endif
 
-/// Engine.IO long-polling over `URLSession`, optionally upgrading to the session's WebSocket transport.
+/// Engine.IO long-polling over an ``HTTPClient``, optionally upgrading to the session's WebSocket transport.
 ///
 /// The protocol lives in ``EngineIOPolling``; this type only runs its HTTP requests and forwards the
-/// WebSocket probe's events. Each connection owns one `URLSession`, invalidated when it closes.
+/// WebSocket probe's events. Each connection owns one client, finished when the connection closes.
 struct EngineIOPollingTransport: RealtimeTransport {
     /// The WebSocket transport to upgrade to; `nil` stays on polling.
     var upgradeTransport: (any RealtimeTransport)?
-    /// The session's transport verifies servers its own way (pins, extra roots) and cannot lend that
-    /// policy to `URLSession` here: `https` polling is refused rather than let it bypass that.
-    var refusesHTTPS = false
-    #if canImport(Security)
-    /// The session's transport's own trust policy, applied to `https` polling through the `URLSession`
-    /// delegate (Apple platforms).
-    var trustEvaluator: (any ServerTrustEvaluating)?
-    #endif
+    /// Makes the HTTP client of one connection.
+    var makeClient: @Sendable () -> any HTTPClient
+
+    /// Polling over `URLSession`, verifying `https` servers with `trust`: the session's transport's policy,
+    /// so polling reaches exactly the servers the WebSocket may reach.
+    init(upgradeTransport: (any RealtimeTransport)?, trust: HTTPTrustPolicy = .platformDefault) {
+        // One long-polling GET beside one POST.
+        self.init(upgradeTransport: upgradeTransport) {
+            URLSessionHTTPClient(trust: trust, maximumConnectionsPerHost: 2)
+        }
+    }
+
+    init(upgradeTransport: (any RealtimeTransport)?, makeClient: @escaping @Sendable () -> any HTTPClient) {
+        self.upgradeTransport = upgradeTransport
+        self.makeClient = makeClient
+    }
 
     func open(_ request: ConnectionRequest,
               handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
-        var trustDelegate: PollingTrustDelegate?
-        #if canImport(Security)
-        trustDelegate = trustEvaluator.map(PollingTrustDelegate.init)
-        #endif
-        let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport,
-                                           refusesHTTPS: refusesHTTPS, trustDelegate: trustDelegate, handler: handler)
+        let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport, client: makeClient(),
+                                           handler: handler)
         connection.start()
         return connection
     }
 }
 
-/// One Engine.IO polling connection. Inputs from any thread go through a mailbox: the thread that finds
-/// it idle drains it, so the state machine sees one input at a time and the handler is never re-entered.
+/// One Engine.IO polling connection. Inputs from any thread go through a ``SerialMailbox``: the thread
+/// that finds it idle drains it, so the state machine sees one input at a time and the handler is never
+/// re-entered.
 private final class PollingConnection: TransportConnection {
-    private struct Mailbox {
-        var inputs: [EngineIOPolling.Input] = []
-        var draining = false
-    }
-
     private struct IO {
         var probe: (any TransportConnection)?
         var finished = false
@@ -51,32 +45,25 @@ private final class PollingConnection: TransportConnection {
 
     private let request: ConnectionRequest
     private let upgradeTransport: (any RealtimeTransport)?
-    private let refusesHTTPS: Bool
     private let handler: @Sendable (TransportEvent) -> Void
     private let machine: Locked<EngineIOPolling>
-    private let mailbox = Locked(Mailbox())
+    private let mailbox = SerialMailbox<EngineIOPolling.Input>()
     private let io = Locked(IO())
-    private let session: URLSession
-    private let trustDelegate: PollingTrustDelegate?
+    private let client: any HTTPClient
 
-    init(request: ConnectionRequest, upgradeTransport: (any RealtimeTransport)?, refusesHTTPS: Bool,
-         trustDelegate: PollingTrustDelegate?, handler: @escaping @Sendable (TransportEvent) -> Void) {
+    init(request: ConnectionRequest, upgradeTransport: (any RealtimeTransport)?, client: any HTTPClient,
+         handler: @escaping @Sendable (TransportEvent) -> Void) {
         self.request = request
         self.upgradeTransport = upgradeTransport
-        self.refusesHTTPS = refusesHTTPS
         self.handler = handler
         machine = Locked(EngineIOPolling(request: request, upgrade: upgradeTransport != nil))
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 2  // one GET and one POST
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        self.trustDelegate = trustDelegate
-        session = URLSession(configuration: configuration, delegate: trustDelegate, delegateQueue: nil)
+        self.client = client
     }
 
     func start() {
         if let error = Self.insecureTransportError(request) ?? tlsPolicyError() {
             io.withLock { $0.finished = true }
-            session.finishTasksAndInvalidate()
+            client.finish()
             handler(.closed(TransportClosure(.failed(error), duringOpen: true)))
             return
         }
@@ -89,7 +76,7 @@ private final class PollingConnection: TransportConnection {
     func setReadingPaused(_ paused: Bool) { submit(.setReadingPaused(paused)) }
 
     private func tlsPolicyError() -> RealtimeError? {
-        guard refusesHTTPS, request.url.scheme?.lowercased() == "https" else { return nil }
+        guard client.refusal(for: request.url) != nil else { return nil }
         return RealtimeError(.unsupported, "long-polling runs on URLSession, which cannot apply the transport's "
                              + "TLS pins or roots; use transports: [.websocket]", context: .init(detail: request.url.host))
     }
@@ -103,22 +90,11 @@ private final class PollingConnection: TransportConnection {
     }
 
     private func submit(_ input: EngineIOPolling.Input) {
-        let drain = mailbox.withLock { mailbox -> Bool in
-            mailbox.inputs.append(input)
-            if mailbox.draining { return false }
-            mailbox.draining = true
-            return true
-        }
-        guard drain else { return }
-        while let next = mailbox.withLock({ mailbox -> EngineIOPolling.Input? in
-            if mailbox.inputs.isEmpty {
-                mailbox.draining = false
-                return nil
+        mailbox.submit(input) { inputs in
+            for next in inputs {
+                let actions = machine.withLock { $0.handle(next) }
+                for action in actions { perform(action) }
             }
-            return mailbox.inputs.removeFirst()
-        }) {
-            let actions = machine.withLock { $0.handle(next) }
-            for action in actions { perform(action) }
         }
     }
 
@@ -138,8 +114,8 @@ private final class PollingConnection: TransportConnection {
         case .event(let event):
             if case .closed = event {
                 io.withLock { $0.finished = true }
-                // Let a final close POST go out before the session is torn down.
-                session.finishTasksAndInvalidate()
+                // Let a final close POST go out before the client is torn down.
+                client.finish()
             }
             handler(event)
         case .openProbe(let probeRequest):
@@ -163,64 +139,23 @@ private final class PollingConnection: TransportConnection {
     }
 
     private func startRequest(url: URL, method: String, body: Data?, binary: Bool, timeout: Duration,
-                              input: @escaping @Sendable (Result<EngineIOPolling.HTTPResponse, RealtimeError>)
+                              input: @escaping @Sendable (Result<HTTPResponse, RealtimeError>)
                                   -> EngineIOPolling.Input) {
-        var urlRequest = URLRequest(url: url)
-        urlRequest.httpMethod = method
-        urlRequest.timeoutInterval = max(1, timeout.seconds)
-        for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
-        if let origin = request.origin { urlRequest.setValue(origin, forHTTPHeaderField: "Origin") }
-        if let body {
-            urlRequest.httpBody = body
-            urlRequest.setValue(binary ? "application/octet-stream" : "text/plain;charset=UTF-8",
-                                forHTTPHeaderField: "Content-Type")
+        var httpRequest = HTTPRequest(method: method, url: url, headers: request.headers, body: body,
+                                      timeout: max(.seconds(1), timeout))
+        if let origin = request.origin { httpRequest.headers.setValue(origin, forName: "Origin") }
+        if body != nil {
+            httpRequest.headers.setValue(binary ? "application/octet-stream" : "text/plain;charset=UTF-8",
+                                         forName: "Content-Type")
         }
-        // The close POST is created before `closed` is reported; nothing starts after the session is invalidated.
+        // The close POST is created before `closed` is reported; nothing starts after the client is finished.
         guard io.withLock({ !$0.finished }) else { return }
-        let task = session.dataTask(with: urlRequest) { [weak self] data, response, error in
-            guard let self else { return }
-            let result: Result<EngineIOPolling.HTTPResponse, RealtimeError>
-            if error != nil, let refusal = self.trustDelegate?.refusal.withLock({ $0 }) {
-                result = .failure(refusal)  // the delegate's reason, not URLSession's "cancelled"
-            } else if let error {
-                let nsError = error as NSError
-                let code: RealtimeError.Code = nsError.code == NSURLErrorTimedOut ? .timedOut : .transportFailed
-                result = .failure(RealtimeError(code, "polling \(method) failed: \(error.localizedDescription)",
-                                                context: .init(detail: "\(nsError.domain) \(nsError.code)")))
-            } else {
-                let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-                result = .success(.init(status: status, body: data ?? Data()))
-            }
-            self.submit(input(result))
-        }
-        task.resume()
-    }
-}
-
-/// Answers `https` server-trust challenges of a polling connection's `URLSession` with the session
-/// transport's own trust policy, so polling reaches exactly the servers the WebSocket may reach; the
-/// reason for a refusal is kept for the request that fails because of it.
-final class PollingTrustDelegate: NSObject, URLSessionDelegate, Sendable {
-    let refusal = Locked<RealtimeError?>(nil)
-    #if canImport(Security)
-    private let evaluator: any ServerTrustEvaluating
-
-    init(_ evaluator: any ServerTrustEvaluating) {
-        self.evaluator = evaluator
-    }
-
-    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
-                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
-        guard let trust = challenge.protectionSpace.serverTrust else {
-            completionHandler(.performDefaultHandling, nil)  // not a server-trust challenge
-            return
-        }
-        if let failure = evaluator.evaluateServerTrust(trust) {
-            refusal.withLock { $0 = failure }
-            completionHandler(.cancelAuthenticationChallenge, nil)
-        } else {
-            completionHandler(.useCredential, URLCredential(trust: trust))
+        client.start(httpRequest) { [weak self] result in
+            self?.submit(input(result.mapError { error in
+                // The client's own failures get the request named; a TLS policy's refusal stays as it is.
+                guard error.code == .timedOut || error.code == .transportFailed else { return error }
+                return RealtimeError(error.code, "polling \(method) failed: \(error.message)", context: error.context)
+            }))
         }
     }
-    #endif
 }

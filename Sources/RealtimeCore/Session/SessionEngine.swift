@@ -3,15 +3,10 @@ import Foundation
 /// Carries out what `SessionCore` decides: opens transports, writes frames, runs timers and async work,
 /// and hands batches of deliveries to the delivery target.
 ///
-/// Inputs from any thread go through a mailbox: the thread that finds it idle drains it, so inputs are
-/// handled one at a time and in order without a dedicated thread, and a transport or handler that calls
-/// back into the session while it is draining only queues its input.
+/// Inputs from any thread go through a ``SerialMailbox``: the thread that finds it idle drains it, so
+/// inputs are handled one at a time and in order without a dedicated thread, and a transport or handler
+/// that calls back into the session while it is draining only queues its input.
 final class SessionEngine: Sendable {
-    private struct Mailbox {
-        var inputs: [EngineInput] = []
-        var draining = false
-    }
-
     private struct IO {
         var connections: [UInt64: any TransportConnection] = [:]
         var closedBeforeStored: Set<UInt64> = []
@@ -33,7 +28,7 @@ final class SessionEngine: Sendable {
     private let byteBudget: Int
     let requestTimeout: Duration
     let connectCallTimeout: Duration?
-    private let mailbox = Locked(Mailbox())
+    private let mailbox = SerialMailbox<EngineInput>()
     /// Names app operations for `.cancel`; starts high so it never meets the core's own serials.
     private let operationCounter = Locked<UInt64>(1 << 48)
     private let core: Locked<SessionCore>
@@ -114,22 +109,8 @@ final class SessionEngine: Sendable {
     func channelState(_ channel: ChannelID) -> ChannelState? { core.withLock { $0.channelState(channel) } }
 
     func submit(_ input: EngineInput) {
-        let shouldDrain = mailbox.withLock { mailbox -> Bool in
-            mailbox.inputs.append(input)
-            if mailbox.draining { return false }
-            mailbox.draining = true
-            return true
-        }
-        guard shouldDrain else { return }
         var effects: [EngineEffect] = []
-        while true {
-            let inputs = mailbox.withLock { mailbox -> [EngineInput] in
-                let inputs = mailbox.inputs
-                mailbox.inputs = []
-                if inputs.isEmpty { mailbox.draining = false }
-                return inputs
-            }
-            if inputs.isEmpty { return }
+        mailbox.submit(input) { inputs in
             let now = clock.now()
             core.withLock { core in
                 core.now = now

@@ -1,8 +1,8 @@
 // A type-check-only stand-in for the parts of Apple's Security framework (and the few CoreFoundation,
 // CommonCrypto and Foundation declarations beside them) that the Apple-only sources use:
-// Sources/RealtimeWebSocket/Apple/, the `canImport(Security)` parts of Sources/RealtimeCore and
-// Adapters/SocketIO/Polling. Like Network.swift (which re-exports this module, as Network's headers do),
-// it declares only what those files touch, with the signatures Apple's documentation gives, and every
+// Sources/RealtimeWebSocket/Apple/ and the `canImport(Security)` parts of Sources/RealtimeCore (its HTTP
+// client's trust delegate among them) and Adapters/SocketIO. Like Network.swift (which re-exports this
+// module, as Network's headers do), it declares only what those files touch, with the signatures Apple's documentation gives, and every
 // body is `fatalError("stub")`.
 //
 // Pages are under https://developer.apple.com/documentation/ ("…/" below).

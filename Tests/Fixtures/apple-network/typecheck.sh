@@ -66,8 +66,8 @@ swiftc -typecheck -module-name RealtimeWebSocket "${flags[@]}" -I "$tmp/stub" -I
     -Xcc "-fmodule-map-file=$tmp/aead/module.modulemap" -Xcc -I -Xcc "$root/Sources/CRealtimeAEAD/include" \
     "${sources[@]}" || fail "swiftc -typecheck of Sources/RealtimeWebSocket"
 
-# 6. The Socket.IO adapter, whose long-polling applies a transport's trust policy through a URLSession
-#    delegate where Security exists.
+# 6. The Socket.IO adapter, whose long-polling takes its HTTP trust policy from the session's transport
+#    (an evaluator where Security exists).
 sources_of Adapters/SocketIO
 swiftc -typecheck -module-name RealtimeSocketIO "${flags[@]}" -I "$tmp/stub" -I "$tmp/core" "${sources[@]}" \
     || fail "swiftc -typecheck of Adapters/SocketIO"

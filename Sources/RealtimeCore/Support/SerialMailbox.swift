@@ -1,0 +1,42 @@
+/// Handles inputs that arrive from any thread one batch at a time, in submission order, without a thread
+/// of its own: the thread whose ``submit(_:drain:)`` finds the mailbox idle drains it, and keeps draining
+/// until it is empty. An input submitted meanwhile — from another thread, or from inside `drain` itself —
+/// only queues, and the draining thread handles it after the batch in hand. So `drain` is never entered
+/// twice at once and never re-entered, and no lock is held while it runs.
+///
+/// Shared by its owner's callbacks, so a reference type; the queue itself sits behind ``Locked``.
+package final class SerialMailbox<Input: Sendable>: Sendable {
+    private struct State {
+        var inputs: [Input] = []
+        var draining = false
+    }
+
+    private let state = Locked(State())
+
+    package init() {}
+
+    /// Queues `input`. When no other call is draining, this one drains: it calls `drain` with every queued
+    /// input, oldest first, in batches, until none is left, and returns after that. Otherwise it returns at
+    /// once and the draining call handles `input` with its own `drain`, so every caller passes the same
+    /// handling.
+    package func submit(_ input: Input, drain: ([Input]) -> Void) {
+        let drains = state.withLock { state -> Bool in
+            state.inputs.append(input)
+            if state.draining { return false }
+            state.draining = true
+            return true
+        }
+        guard drains else { return }
+        while true {
+            // Take the whole queue at once: one lock round per batch, not per input.
+            let batch = state.withLock { state -> [Input] in
+                let batch = state.inputs
+                state.inputs = []
+                if batch.isEmpty { state.draining = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            drain(batch)
+        }
+    }
+}
