@@ -486,6 +486,33 @@ struct SessionEngineTests {
         #expect(harness.session.state == .connected)
     }
 
+    @Test("a request that cannot be prepared fails the session when no retry can cure it, else backs off",
+          arguments: [(RealtimeError.Code.unsupported, true), (.authorizationFailed, true), (.invalidArgument, true),
+                      (.connectionRefused, true), (.transportFailed, false), (.timedOut, false)])
+    func unpreparableRequest(code: RealtimeError.Code, terminal: Bool) async throws {
+        var dialect = LineDialect()
+        dialect.requestFailure = RealtimeError(code, "the credentials step failed")
+        let harness = EngineHarness(dialect: dialect)
+        let connect = Task { try await harness.session.connect(timeout: .seconds(60)) }
+        await eventually("failed or backing off") {
+            switch harness.session.state {
+            case .failed, .reconnecting: true
+            default: false
+            }
+        }
+        switch harness.session.state {
+        case .failed(let error) where terminal:
+            #expect(error.code == code)
+            await #expect(throws: RealtimeError.self) { try await connect.value }
+        case .reconnecting where !terminal:
+            connect.cancel()
+        default:
+            Issue.record("\(code): \(harness.session.state)")
+            connect.cancel()
+        }
+        #expect(harness.peers.isEmpty)
+    }
+
     @Test("dialect commands wait for the connection")
     func customCommand() async throws {
         let harness = EngineHarness()

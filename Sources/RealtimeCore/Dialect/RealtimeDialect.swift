@@ -46,8 +46,8 @@ public protocol RealtimeDialect: Sendable {
     /// The request for connection attempt `attempt` (0 for the first 'connect', counting reconnects after).
     /// Asked again before every attempt, so credentials can be refreshed: return `.ready` when no
     /// asynchronous step is needed, `.deferred` to run one (a token provider) first. A deferred step that
-    /// throws fails the attempt; a `RealtimeError` whose code is `.connectionRefused`,
-    /// `.authorizationFailed` or `.invalidArgument` fails the session.
+    /// throws fails the attempt; a `RealtimeError` whose code no retry can cure (`.connectionRefused`,
+    /// `.authorizationFailed`, `.invalidArgument`, `.unsupported`) fails the session.
     @_spi(DialectAuthoring) func connectionRequest(attempt: Int) -> ConnectionRequestPlan
 
     /// The transport to use, given the session's WebSocket transport. Dialects that carry their own

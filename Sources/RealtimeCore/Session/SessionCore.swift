@@ -229,8 +229,7 @@ struct SessionCore: Sendable {
                 effects.append(.log(.debug, "opening \(request.url.absoluteString)"))
                 effects.append(.open(connection: connection, request))
             case .failure(let error):
-                let terminalCodes: Set<RealtimeError.Code> = [.connectionRefused, .authorizationFailed, .invalidArgument]
-                let end: ConnectionEnd = terminalCodes.contains(error.code) ? .terminal(error) : .backoff(minimum: .zero)
+                let end: ConnectionEnd = Self.terminalCodes.contains(error.code) ? .terminal(error) : .backoff(minimum: .zero)
                 lastEndDescription = error.description
                 lastEndReason = .failure(error)
                 if case .backoff = end { reportFailure(error, effects: &effects) }
@@ -690,11 +689,18 @@ struct SessionCore: Sendable {
         }
     }
 
+    /// Failures no retry can cure, wherever they happen (preparing the request or on the connection): the
+    /// session fails instead of reconnecting. A server's refusal for good or the app's auth refusing is
+    /// an answer, not an outage; a request that cannot be made or a setup the transport cannot honour
+    /// fails the same way next time. (Dialects classify their own close codes in `connectionEnded`.)
+    static let terminalCodes: Set<RealtimeError.Code> = [.connectionRefused, .authorizationFailed, .invalidArgument,
+                                                          .unsupported]
+
     private mutating func connectionEnded(_ closure: TransportClosure, effects: inout [EngineEffect]) {
         var end = machine.connectionEnded(closure)
-        if case .failed(let error) = closure.kind, [.invalidArgument, .unsupported].contains(error.code) {
-            end = .terminal(error)   // a request that cannot be made, or a setup the transport cannot
-        }                            // honour, will not work next time either
+        if case .failed(let error) = closure.kind, Self.terminalCodes.contains(error.code) {
+            end = .terminal(error)
+        }
         lastEndDescription = Self.describe(closure)
         lastEndReason = serverAskedReason ?? Self.reason(for: closure)
         serverAskedReason = nil

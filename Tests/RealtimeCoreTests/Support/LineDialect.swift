@@ -21,9 +21,12 @@ struct LineDialect: RealtimeDialect {
     func makeMachine() -> any DialectMachine { LineMachine() }
 
     var deferRequest = false
+    /// Thrown by the deferred step (credentials) instead of returning the request.
+    var requestFailure: RealtimeError?
 
     func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
         let request = ConnectionRequest(url: url, headers: [HTTPHeader("X-Attempt", String(attempt))])
+        if let requestFailure { return .deferred { throw requestFailure } }
         return deferRequest ? .deferred { request } : .ready(request)
     }
 
