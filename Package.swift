@@ -36,6 +36,8 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
+        // epoll, eventfd and prctl for the POSIX event loop (Linux only; Apple builds never see it).
+        .systemLibrary(name: "CRealtimeLinux"),
         // AES-GCM opening with VAES/VPCLMULQDQ for the TLS 1.3 direct reader (x86-64; a stub elsewhere).
         .target(name: "CRealtimeAEAD"),
         .target(
@@ -44,6 +46,7 @@ let package = Package(
                 "RealtimeCore",
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux, .android])),
                 .target(name: "CRealtimeAEAD", condition: .when(platforms: [.linux, .android])),
+                .target(name: "CRealtimeLinux", condition: .when(platforms: [.linux, .android])),
             ],
             swiftSettings: strictSettings
         ),
