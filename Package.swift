@@ -23,6 +23,9 @@ let package = Package(
         .library(name: "RealtimeSocketIO", targets: ["RealtimeSocketIO"]),
         .library(name: "RealtimeActionCable", targets: ["RealtimeActionCable"]),
         .library(name: "RealtimeTesting", targets: ["RealtimeTesting"]),
+        .library(name: "RealtimePusherTesting", targets: ["RealtimePusherTesting"]),
+        .library(name: "RealtimeSocketIOTesting", targets: ["RealtimeSocketIOTesting"]),
+        .library(name: "RealtimeActionCableTesting", targets: ["RealtimeActionCableTesting"]),
         .executable(name: "realtime", targets: ["realtime"]),
         .executable(name: "realtime-bench", targets: ["realtime-bench"]),
         .executable(name: "AutobahnTestee", targets: ["AutobahnTestee"]),
@@ -36,6 +39,8 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
+        // epoll, eventfd and prctl for the POSIX event loop (Linux only; Apple builds never see it).
+        .systemLibrary(name: "CRealtimeLinux"),
         // AES-GCM opening with VAES/VPCLMULQDQ for the TLS 1.3 direct reader (x86-64; a stub elsewhere).
         .target(name: "CRealtimeAEAD"),
         .target(
@@ -44,6 +49,7 @@ let package = Package(
                 "RealtimeCore",
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux, .android])),
                 .target(name: "CRealtimeAEAD", condition: .when(platforms: [.linux, .android])),
+                .target(name: "CRealtimeLinux", condition: .when(platforms: [.linux, .android])),
             ],
             swiftSettings: strictSettings
         ),
@@ -63,13 +69,22 @@ let package = Package(
                            "RealtimeActionCable"],
             swiftSettings: strictSettings
         ),
-        .target(
-            name: "RealtimeTesting",
-            dependencies: ["RealtimeCore", "RealtimeWebSocket", "RealtimeSocketIO", "RealtimePusher",
-                           "RealtimeActionCable"],
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(name: "realtime", dependencies: ["Realtime", "RealtimeTesting"],
+        // Test kits: the dialect-neutral one, then one per dialect, so an app links only what it tests.
+        .target(name: "RealtimeTesting", dependencies: ["RealtimeCore", "RealtimeWebSocket"],
+                swiftSettings: strictSettings),
+        .target(name: "RealtimePusherTesting",
+                dependencies: ["RealtimeTesting", "RealtimeCore", "RealtimeWebSocket", "RealtimePusher"],
+                swiftSettings: strictSettings),
+        .target(name: "RealtimeSocketIOTesting",
+                dependencies: ["RealtimeTesting", "RealtimeCore", "RealtimeWebSocket", "RealtimeSocketIO"],
+                swiftSettings: strictSettings),
+        // The Action Cable server speaks the wire format itself; it needs no client code.
+        .target(name: "RealtimeActionCableTesting",
+                dependencies: ["RealtimeTesting", "RealtimeCore", "RealtimeWebSocket"],
+                swiftSettings: strictSettings),
+        .executableTarget(name: "realtime",
+                          dependencies: ["Realtime", "RealtimeTesting", "RealtimePusherTesting",
+                                         "RealtimeSocketIOTesting", "RealtimeActionCableTesting"],
                           swiftSettings: strictSettings),
         .executableTarget(name: "realtime-bench",
                           dependencies: ["Realtime", "RealtimeTesting",
@@ -97,11 +112,14 @@ let package = Package(
                     swiftSettings: strictSettings),
         .testTarget(name: "RealtimePusherTests", dependencies: ["RealtimePusher", "RealtimeTesting"],
                     swiftSettings: strictSettings),
-        .testTarget(name: "RealtimeActionCableTests", dependencies: ["RealtimeActionCable", "RealtimeTesting"],
+        .testTarget(name: "RealtimeActionCableTests",
+                    dependencies: ["RealtimeActionCable", "RealtimeTesting", "RealtimeActionCableTesting"],
                     swiftSettings: strictSettings),
         .testTarget(name: "RealtimeFuzzingTests", dependencies: ["RealtimeFuzzing", "RealtimeCore"],
                     swiftSettings: strictSettings),
-        .testTarget(name: "IntegrationTests", dependencies: ["Realtime", "RealtimeTesting"],
+        .testTarget(name: "IntegrationTests",
+                    dependencies: ["Realtime", "RealtimeTesting", "RealtimePusherTesting", "RealtimeSocketIOTesting",
+                                   "RealtimeActionCableTesting"],
                     swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]

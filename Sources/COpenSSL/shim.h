@@ -122,16 +122,4 @@ static inline int realtime_EVP_CIPHER_CTX_set_tag(EVP_CIPHER_CTX *ctx, void *tag
     return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, length, tag);
 }
 
-#ifdef __linux__
-// The POSIX event loop (Linux only, where this module is linked) needs epoll and eventfd, which the
-// Glibc module does not export.
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/prctl.h>
-
-// Names the calling thread (at most 15 bytes are kept); prctl is variadic, so Swift cannot call it.
-static inline int realtime_set_current_thread_name(const char *name) {
-    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
-}
-#endif
 #endif

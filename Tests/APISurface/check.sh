@@ -24,7 +24,8 @@ case "${1:-}" in
 esac
 
 # The library products, in dependency order.
-modules=(RealtimeCore RealtimeWebSocket RealtimeSocketIO RealtimePusher RealtimeActionCable Realtime RealtimeTesting)
+modules=(RealtimeCore RealtimeWebSocket RealtimeSocketIO RealtimePusher RealtimeActionCable Realtime RealtimeTesting
+         RealtimeSocketIOTesting RealtimePusherTesting RealtimeActionCableTesting)
 
 docs="$root/Tests/Fixtures/docs"
 source "$docs/modules.sh"

@@ -1,5 +1,6 @@
 import Foundation
 import Realtime
+import RealtimeActionCableTesting
 import RealtimeTesting
 import Testing
 

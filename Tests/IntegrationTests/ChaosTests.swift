@@ -1,6 +1,8 @@
 import Foundation
 import Realtime
 @_spi(DialectAuthoring) import RealtimeSocketIO
+import RealtimeActionCableTesting
+import RealtimeSocketIOTesting
 import RealtimeTesting
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Realtime
+import RealtimePusherTesting
 import RealtimeTesting
 import Testing
 

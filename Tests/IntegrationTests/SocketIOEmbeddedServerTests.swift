@@ -1,6 +1,7 @@
 import Foundation
 import Realtime
 @_spi(DialectAuthoring) import RealtimeSocketIO
+import RealtimeSocketIOTesting
 import RealtimeTesting
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 @_spi(DialectAuthoring) import RealtimeActionCable
 @_spi(DialectAuthoring) import RealtimeCore
+import RealtimeActionCableTesting
 import RealtimeTesting
 import Testing
 

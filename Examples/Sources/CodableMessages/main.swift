@@ -1,5 +1,6 @@
 import Foundation
 import Realtime
+import RealtimeSocketIOTesting
 import RealtimeTesting
 
 // Typed payloads end to end, against the embedded Socket.IO server of RealtimeTesting:

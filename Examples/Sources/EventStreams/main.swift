@@ -1,5 +1,6 @@
 import Foundation
 import Realtime
+import RealtimeActionCableTesting
 import RealtimeTesting
 
 // Events, connection states and errors as async sequences, against the embedded Action Cable server of

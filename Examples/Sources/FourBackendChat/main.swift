@@ -1,6 +1,9 @@
 import ChatKit
 import Foundation
 import Realtime
+import RealtimeActionCableTesting
+import RealtimePusherTesting
+import RealtimeSocketIOTesting
 import RealtimeTesting
 
 // ChatKit's handlers, unchanged, against the embedded Socket.IO, Pusher, Bird and Action Cable servers of

@@ -1,5 +1,6 @@
 import Foundation
 import Realtime
+import RealtimePusherTesting
 import RealtimeTesting
 
 // Who is in a Pusher presence channel, kept up to date, against the embedded PusherTestServer of

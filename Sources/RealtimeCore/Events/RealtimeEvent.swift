@@ -3,8 +3,8 @@ import Foundation
 /// One event received from the server, the same type for every dialect.
 ///
 /// - Pusher/Bird: `name` is the event name, `data` the parsed `data` field (kept as `.string` when it
-///   is not JSON), `rawData` its text, `arguments == [data]`, `userID` set for client events on presence
-///   channels.
+///   is not JSON), `rawData` its text, `arguments == [data]`; `RealtimePusher` adds `userID`, set for client events
+///   on presence channels.
 /// - Socket.IO: `name` is the event name, `arguments` the values after it with binary attachments
 ///   restored as `.binary`, `data` the first argument (or `.null`); `ack` is set when the server asked for
 ///   an acknowledgement.
@@ -17,21 +17,24 @@ public struct RealtimeEvent: Sendable {
     public var arguments: [JSONValue]
     /// The text of the payload as it arrived, when the dialect had one.
     public var rawData: String?
-    /// The sender's user id (Pusher presence client events).
-    public var userID: String?
+    /// What a dialect knows about the event beyond the fields every dialect shares, by keys the dialect
+    /// chooses. Core never reads it; the dialect's module exposes each entry as a typed property (Pusher's
+    /// `userID`), so no dialect's vocabulary lives here.
+    @_spi(DialectAuthoring) public var dialectMetadata: [String: String]
     /// Set by the dialect when the server expects an acknowledgement.
     @_spi(DialectAuthoring) public var ackToken: AckToken?
     /// Answers the server's acknowledgement request; `nil` when none was asked for.
     public internal(set) var ack: AckResponder?
 
+    /// An event as a dialect (or a test) builds it; `arguments` defaults to `[data]`.
     public init(channel: ChannelID?, name: String, data: JSONValue, arguments: [JSONValue]? = nil,
-                rawData: String? = nil, userID: String? = nil, ackToken: AckToken? = nil) {
+                rawData: String? = nil, ackToken: AckToken? = nil) {
         self.channel = channel
         self.name = name
         self.data = data
         self.arguments = arguments ?? [data]
         self.rawData = rawData
-        self.userID = userID
+        self.dialectMetadata = [:]
         self.ackToken = ackToken
         self.ack = nil
     }

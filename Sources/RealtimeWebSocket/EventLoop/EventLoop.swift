@@ -7,8 +7,8 @@ import Musl
 #endif
 import Foundation
 import RealtimeCore
-#if os(Linux) || os(Android)
-import COpenSSL  // thread naming (see shim.h)
+#if canImport(CRealtimeLinux)
+import CRealtimeLinux  // thread naming (see its shim.h)
 #endif
 
 /// Something registered with a loop: a listening socket or a connection. Lives on its loop thread only.

@@ -5,8 +5,8 @@ import Darwin
 #elseif canImport(Musl)
 import Musl
 #endif
-#if os(Linux) || os(Android)
-import COpenSSL  // exports epoll and eventfd (see shim.h)
+#if canImport(CRealtimeLinux)
+import CRealtimeLinux  // epoll and eventfd (see its shim.h)
 #endif
 import RealtimeCore
 

@@ -1,5 +1,8 @@
 import Foundation
 import Realtime
+import RealtimeActionCableTesting
+import RealtimePusherTesting
+import RealtimeSocketIOTesting
 import RealtimeTesting
 
 /// One backend of the demo: its embedded server on loopback and what the demo asks of it.

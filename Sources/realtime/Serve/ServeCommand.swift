@@ -1,5 +1,8 @@
 import Foundation
 import Realtime
+import RealtimeActionCableTesting
+import RealtimePusherTesting
+import RealtimeSocketIOTesting
 import RealtimeTesting
 
 /// `realtime serve <dialect>`: the package's embedded server on loopback, for developing an app against.

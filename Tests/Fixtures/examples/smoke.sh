@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Examples package (warnings are errors) and runs every runnable example:
 # - FourBackendChat, CodableMessages, EventStreams and PresenceRoster start the embedded servers of
-#   RealtimeTesting on loopback, check what they received and exit 0 with a `<name>: passed` line;
+#   the dialect test kits on loopback, check what they received and exit 0 with a `<name>: passed` line;
 # - ChatClient runs against the python-socketio peer: it must connect, get the server's "welcome" event and
 #   leave cleanly.
 # Needs the socketio peer provisioned (Tests/Fixtures/socketio/provision.sh). Prints `examples: passed`.

@@ -1,6 +1,7 @@
 import Foundation
 @_spi(DialectAuthoring) import RealtimeCore
 import RealtimeSocketIO
+import RealtimeTesting
 import RealtimeWebSocket
 
 /// An embedded Socket.IO v5 server (Engine.IO v4 over WebSocket) on loopback, for tests and demos.

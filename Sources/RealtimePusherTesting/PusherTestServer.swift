@@ -1,6 +1,7 @@
 import Foundation
 @_spi(DialectAuthoring) import RealtimeCore
 import RealtimePusher
+import RealtimeTesting
 import RealtimeWebSocket
 
 /// A Pusher Channels server on loopback for tests, speaking protocol 7 as Pusher does on the wire (or Bird

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(DialectAuthoring) import RealtimeCore
+import RealtimeTesting
 import RealtimeWebSocket
 
 /// An in-memory Rails Action Cable server for tests: attach it to an ``InMemoryTransport`` and every
