@@ -52,16 +52,9 @@ import Foundation
     private var subscriptions: [String: Subscription] = [:]
     /// Channels whose `subscribe` went out and is unanswered, oldest first.
     private var awaitingAnswer: [String] = []
+    /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).
     private var serial: UInt64 = 0
-    /// Sign-in was asked for once; it is repeated on every new connection.
-    private var signinArmed = false
-    /// The app's `signin` call waiting for `signin_success`.
-    private var signinRequest: RequestID?
-    /// The sign-in authorization in flight, or sent and unanswered.
-    private var signinSerial: UInt64?
-    private var signinSent = false
-    /// `#server-to-user-<id>` once signed in on this connection.
-    private var userChannel: String?
+    private var signIn: PusherSignInMachine
     /// How the connection must end, decided by a frame.
     private var decidedEnd: ConnectionEnd?
     /// Whether the connection being opened (or open) uses `wss`.
@@ -74,6 +67,7 @@ import Foundation
         self.key = key
         self.authorizer = authorizer
         self.liveness = liveness
+        signIn = PusherSignInMachine(vendor: vendor)
     }
 
     // MARK: Connection
@@ -101,10 +95,7 @@ import Foundation
         connectionID = nil
         subscriptions = [:]
         awaitingAnswer = []
-        signinRequest = nil
-        signinSerial = nil
-        signinSent = false
-        userChannel = nil
+        signIn.connectionEnded()
         decidedEnd = nil
         return end
     }
@@ -212,9 +203,9 @@ import Foundation
         case "subscription_error":
             subscriptionError(channel: channel, data: data, raw: raw, actions: &actions)
         case "signin_success":
-            signinSucceeded(data, raw: raw, actions: &actions)
+            signIn.succeeded(data, actions: &actions)
         default:
-            if let channel, channel == userChannel, name == "subscription_succeeded" { return }
+            if let channel, channel == signIn.userChannel, name == "subscription_succeeded" { return }
             actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) }, name: vendor.systemPrefix + name,
                                                   data: data, rawData: raw)))
         }
@@ -234,7 +225,7 @@ import Foundation
                                                   name: vendor.systemPrefix + name, data: .object(member),
                                                   rawData: raw)))
         default:
-            if let channel, channel == userChannel, name == "subscription_succeeded" { return }
+            if let channel, channel == signIn.userChannel, name == "subscription_succeeded" { return }
             actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) },
                                                   name: vendor.systemPrefix + name, data: data, rawData: raw)))
         }
@@ -264,13 +255,13 @@ import Foundation
             actions.append(.liveness(.none))
         }
         actions.append(.connected(id: id))
-        if signinArmed { startSignin(actions: &actions) }
+        if signIn.isArmed { startSignin(actions: &actions) }
     }
 
     private mutating func subscriptionSucceeded(_ name: String?, data: JSONValue, raw: String?,
                                                 actions: inout [DialectAction]) {
         guard let name else { return }
-        if name == userChannel { return }
+        if name == signIn.userChannel { return }
         guard var subscription = subscriptions[name], subscription.phase == .subscribing else {
             actions.append(.log(.debug, "subscription_succeeded for \(name), which this session is not joining"))
             return
@@ -350,9 +341,8 @@ import Foundation
                 context: .init(serverPayload: data, channel: subscription.channel)), serverData: data, actions: &actions)
             return
         }
-        if channel == nil, code == nil, signinSent, signinSerial != nil {
-            signinFailed(RealtimeError(.signInFailed, "\(vendor.name) refused the sign-in: \(message)",
-                                       context: .init(serverPayload: data)), actions: &actions)
+        if channel == nil, code == nil, signIn.awaitsServerAnswer {
+            signIn.refused(message: message, data: data, actions: &actions)
             return
         }
         actions.append(.reportError(RealtimeError(.serverError, "\(vendor.name) error: \(message)",
@@ -398,9 +388,9 @@ import Foundation
                 actions.append(.resolveRequest(id, .failure(.unsupported("the command '\(name)'"))))
                 return
             }
-            signin(id, actions: &actions)
+            if signIn.requested(id, canSign: authorizer != nil, actions: &actions) { startSignin(actions: &actions) }
         case .cancelRequest(let id):
-            if signinRequest == id { signinRequest = nil }
+            signIn.cancel(id)
         case .acknowledge:
             return
         }
@@ -432,14 +422,22 @@ import Foundation
             return
         }
         guard let connectionID else { return }
-        serial += 1
+        let serial = authorize(.pusherAuth, channel: channel, authorizer: authorizer, connectionID: connectionID,
+                               actions: &actions)
         subscriptions[name] = Subscription(channel: channel, phase: .authorizing(serial: serial))
-        let request = PusherAuthRequest(connectionID: connectionID, channel: name, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherAuth, channel: channel, serial: serial)) { [key] in
-            try await Self.authorizationJSON(authorizer, request, key: key)
-        }))
     }
 
+    /// Asks the engine to run the authorizer for `channel` (`nil`: the user) on this connection; returns the
+    /// serial its answer comes back with, so a stale answer can be told apart.
+    private mutating func authorize(_ kind: DialectKey.Kind, channel: ChannelID?, authorizer: PusherAuth,
+                                    connectionID: String, actions: inout [DialectAction]) -> UInt64 {
+        serial += 1
+        let request = PusherAuthRequest(connectionID: connectionID, channel: channel?.name, vendor: vendor)
+        actions.append(.perform(DialectWork(id: WorkID(kind: kind, channel: channel, serial: serial)) { [key] in
+            try await Self.authorizationJSON(authorizer, request, key: key)
+        }))
+        return serial
+    }
 
     /// Runs the authorizer; the answer travels as JSON together with the connection id it was asked for.
     private static func authorizationJSON(_ authorizer: PusherAuth, _ request: PusherAuthRequest,
@@ -461,11 +459,7 @@ import Foundation
         var data: [String: JSONValue] = ["channel": .string(channel.name)]
         if let auth { data["auth"] = .string(auth) }
         if let channelData { data[vendor.subscribeIdentityKey] = .string(channelData) }
-        actions.append(.send(frame("subscribe", data: .object(data))))
-    }
-
-    private func frame(_ name: String, data: JSONValue) -> TransportFrame {
-        .text(JSONValue.object(["event": .string(vendor.systemPrefix + name), "data": data]).serialized())
+        actions.append(.send(vendor.frame("subscribe", data: .object(data))))
     }
 
     private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
@@ -473,82 +467,20 @@ import Foundation
         awaitingAnswer.removeAll { $0 == channel.name }
         // Still authorizing: nothing reached the server; the late answer is dropped.
         if case .authorizing = subscription.phase { return }
-        actions.append(.send(frame("unsubscribe", data: .object(["channel": .string(channel.name)]))))
+        actions.append(.send(vendor.frame("unsubscribe", data: .object(["channel": .string(channel.name)]))))
     }
 
     // MARK: Sign-in
 
-    private mutating func signin(_ id: RequestID, actions: inout [DialectAction]) {
-        guard authorizer != nil else {
-            actions.append(.resolveRequest(id, .failure(RealtimeError(
-                .signInFailed, "sign-in needs a signature, and the dialect has no auth (PusherAuth)"))))
-            return
-        }
-        if let pending = signinRequest {
-            actions.append(.resolveRequest(pending, .failure(RealtimeError(
-                .operationFailed, "a newer sign-in replaced this one"))))
-        }
-        signinRequest = id
-        signinArmed = true
-        startSignin(actions: &actions)
-    }
-
     private mutating func startSignin(actions: inout [DialectAction]) {
         guard let authorizer, let connectionID else { return }
-        serial += 1
-        signinSerial = serial
-        signinSent = false
-        let request = PusherAuthRequest(connectionID: connectionID, channel: nil, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherSignIn, serial: serial)) { [key] in
-            try await Self.authorizationJSON(authorizer, request, key: key)
-        }))
+        signIn.authorizing(serial: authorize(.pusherSignIn, channel: nil, authorizer: authorizer,
+                                             connectionID: connectionID, actions: &actions))
     }
 
-    /// Every sign-in failure carries `.signInFailed`, so an app tells it apart from connection and channel
-    /// errors; the cause's code and detail stay in `context.detail`, its HTTP status in `httpStatus`.
+    /// Every sign-in failure carries `.signInFailed` (``PusherSignInMachine/failure(_:)``).
     static func signInError(_ cause: RealtimeError) -> RealtimeError {
-        guard cause.code != .signInFailed else { return cause }
-        var context = cause.context
-        context.detail = cause.code.rawValue + (cause.context.detail.map { ": \($0)" } ?? "")
-        return RealtimeError(.signInFailed, "sign-in failed: \(cause.message)", context: context)
-    }
-
-    private mutating func signinFailed(_ cause: RealtimeError, actions: inout [DialectAction]) {
-        let error = Self.signInError(cause)
-        signinSerial = nil
-        signinSent = false
-        if let request = signinRequest {
-            signinRequest = nil
-            // A first sign-in that fails is not repeated on reconnect.
-            signinArmed = false
-            actions.append(.resolveRequest(request, .failure(error)))
-        } else {
-            actions.append(.reportError(error))
-        }
-    }
-
-    private mutating func signinSucceeded(_ data: JSONValue, raw: String?, actions: inout [DialectAction]) {
-        guard signinSerial != nil else { return }
-        signinSerial = nil
-        signinSent = false
-        let text = data[vendor.signinDataKey]?.stringValue
-        guard let text, let identity = try? JSONValue.parse(text),
-              let id = identity[vendor.signinIDKey].flatMap(Self.idString), !id.isEmpty else {
-            signinFailed(RealtimeError(.protocolViolation, "signin_success carries no usable '\(vendor.signinDataKey)'",
-                                       context: .init(serverPayload: data)), actions: &actions)
-            return
-        }
-        let channel = Self.userChannelPrefix + id
-        userChannel = channel
-        var subscribe: [String: JSONValue] = ["channel": .string(channel)]
-        if vendor.userChannelSendsEmptyAuth { subscribe["auth"] = .string("") }
-        actions.append(.send(frame("subscribe", data: .object(subscribe))))
-        if let request = signinRequest {
-            signinRequest = nil
-            actions.append(.resolveRequest(request, .success([identity])))
-        }
-        actions.append(.deliver(RealtimeEvent(channel: nil, name: vendor.systemPrefix + "signin_success",
-                                              data: identity, rawData: text)))
+        PusherSignInMachine.failure(cause)
     }
 
     // MARK: Work and timers
@@ -610,20 +542,7 @@ import Foundation
                     context: .init(channel: channel))))
             }
         case .pusherSignIn:
-            guard id.serial == signinSerial else { return }
-            switch result {
-            case .failure(let error):
-                signinFailed(error, actions: &actions)
-            case .success(let json):
-                guard let auth = json["auth"]?.stringValue, let userData = json["user_data"]?.stringValue else {
-                    signinFailed(RealtimeError(.signInFailed, "the authorizer gave no \(vendor.signinDataKey)"),
-                                 actions: &actions)
-                    return
-                }
-                signinSent = true
-                actions.append(.send(frame("signin", data: .object(["auth": .string(auth),
-                                                                    vendor.signinDataKey: .string(userData)]))))
-            }
+            signIn.authorized(serial: id.serial, result: result, actions: &actions)
         default:
             return
         }
