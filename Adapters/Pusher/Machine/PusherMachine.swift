@@ -32,15 +32,7 @@ import Foundation
         var phase: Phase
         /// The presence identity sent with the subscribe, kept to tell the app who it is.
         var channelData: String?
-        /// The key of an encrypted channel, zeroed when the last subscription value holding it goes.
-        var sharedKey: SecretBytes?
-        /// A decryption failed and a fresh key is being fetched (`serial`); events wait in `held`.
-        var rekeying: UInt64?
-        var held: [RealtimeEvent] = []
     }
-
-    /// Events held while an encrypted channel fetches a fresh key.
-    static let maximumHeldEvents = 256
 
     private let vendor: PusherVendor
     private let key: String
@@ -55,6 +47,8 @@ import Foundation
     /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).
     private var serial: UInt64 = 0
     private var signIn: PusherSignInMachine
+    /// Keys of the encrypted channels among `subscriptions`, which they never outlive.
+    private var encrypted = PusherEncryptedChannels()
     /// How the connection must end, decided by a frame.
     private var decidedEnd: ConnectionEnd?
     /// Whether the connection being opened (or open) uses `wss`.
@@ -94,6 +88,7 @@ import Foundation
         }
         connectionID = nil
         subscriptions = [:]
+        encrypted.forgetAll()
         awaitingAnswer = []
         signIn.connectionEnded()
         decidedEnd = nil
@@ -158,8 +153,8 @@ import Foundation
             let userID = envelope["user_id"].flatMap(Self.idString)
             let received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
                                          rawData: rawData, userID: userID)
-            if let channel, channel.hasPrefix("private-encrypted-"), subscriptions[channel] != nil {
-                encrypted(received, channel: channel, actions: &actions)
+            if let channel, PusherEncryptedChannels.isEncrypted(channel), subscriptions[channel] != nil {
+                receivedEncrypted(received, channel: channel, actions: &actions)
             } else {
                 actions.append(.deliver(received))
             }
@@ -356,6 +351,7 @@ import Foundation
     private mutating func fail(_ channel: ChannelID, _ error: RealtimeError, serverData: JSONValue? = nil,
                                actions: inout [DialectAction]) {
         subscriptions[channel.name] = nil
+        encrypted.forget(channel.name)
         awaitingAnswer.removeAll { $0 == channel.name }
         var payload: [String: JSONValue] = [
             "type": .string(error.code == .subscriptionRejected ? "SubscriptionError" : "AuthError"),
@@ -406,7 +402,7 @@ import Foundation
                 context: .init(channel: channel)), actions: &actions)
             return
         }
-        if name.hasPrefix("private-encrypted-"), !vendor.supportsEncryptedChannels {
+        if PusherEncryptedChannels.isEncrypted(name), !vendor.supportsEncryptedChannels {
             fail(channel, RealtimeError(.unsupported, "\(vendor.name) has no encrypted channels",
                                         context: .init(channel: channel)), actions: &actions)
             return
@@ -453,8 +449,8 @@ import Foundation
 
     private mutating func sendSubscribe(_ channel: ChannelID, auth: String?, channelData: String?,
                                         sharedKey: SecretBytes? = nil, actions: inout [DialectAction]) {
-        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData,
-                                                   sharedKey: sharedKey)
+        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData)
+        if let sharedKey { encrypted.keyed(channel.name, key: sharedKey) }
         awaitingAnswer.append(channel.name)
         var data: [String: JSONValue] = ["channel": .string(channel.name)]
         if let auth { data["auth"] = .string(auth) }
@@ -464,6 +460,7 @@ import Foundation
 
     private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
         guard let subscription = subscriptions.removeValue(forKey: channel.name) else { return }
+        encrypted.forget(channel.name)
         awaitingAnswer.removeAll { $0 == channel.name }
         // Still authorizing: nothing reached the server; the late answer is dropped.
         if case .authorizing = subscription.phase { return }
@@ -513,34 +510,19 @@ import Foundation
                     return
                 }
                 var sharedKey: SecretBytes?
-                if channel.name.hasPrefix("private-encrypted-") {
-                    guard let key = Self.sharedKey(json) else {
-                        fail(channel, RealtimeError(.authorizationFailed,
-                                                    "the authorizer gave no 32-byte base64 shared_secret for \(channel.name)",
-                                                    context: .init(channel: channel)), actions: &actions)
+                if PusherEncryptedChannels.isEncrypted(channel.name) {
+                    switch PusherEncryptedChannels.key(from: json, for: channel) {
+                    case .success(let key): sharedKey = key
+                    case .failure(let error):
+                        fail(channel, error, actions: &actions)
                         return
                     }
-                    sharedKey = key
                 }
                 sendSubscribe(channel, auth: auth, channelData: channelData, sharedKey: sharedKey, actions: &actions)
             }
         case .pusherRekey:
-            guard let channel = id.channel, var subscription = subscriptions[channel.name],
-                  subscription.rekeying == id.serial else { return }
-            let held = subscription.held
-            subscription.held = []
-            subscription.rekeying = nil
-            if case .success(let json) = result, let key = Self.sharedKey(json) {
-                subscription.sharedKey = key
-                subscriptions[channel.name] = subscription
-                for event in held { decryptAndDeliver(event, key: key, retryable: false, actions: &actions) }
-            } else {
-                subscriptions[channel.name] = subscription
-                if case .failure(let error) = result { actions.append(.reportError(error)) }
-                actions.append(.reportError(RealtimeError(
-                    .decryptionFailed, "dropped \(held.count) event(s) on \(channel.name): no fresh key",
-                    context: .init(channel: channel))))
-            }
+            guard let channel = id.channel else { return }
+            encrypted.rekeyed(channel, serial: id.serial, result: result, actions: &actions)
         case .pusherSignIn:
             signIn.authorized(serial: id.serial, result: result, actions: &actions)
         default:
@@ -552,60 +534,13 @@ import Foundation
 
     // MARK: Encrypted channels
 
-    /// The decoded `shared_secret`; the decoding buffer is zeroed (the base64 text itself is an immutable
-    /// String the authorizer's JSON owns, beyond reach).
-    static func sharedKey(_ json: JSONValue) -> SecretBytes? {
-        guard let text = json["shared_secret"]?.stringValue, var data = Data(base64Encoded: text) else { return nil }
-        defer { data.withUnsafeMutableBytes { secureZero($0) } }
-        guard data.count == SecretBox.keyCount else { return nil }
-        return data.withUnsafeBytes { SecretBytes(copying: $0) }
-    }
-
-    /// Decrypts an event of an encrypted channel; on failure fetches a fresh key once and retries.
-    private mutating func encrypted(_ event: RealtimeEvent, channel: String, actions: inout [DialectAction]) {
-        guard var subscription = subscriptions[channel], let key = subscription.sharedKey else { return }
-        if subscription.rekeying != nil {
-            if subscription.held.count < Self.maximumHeldEvents { subscription.held.append(event) }
-            subscriptions[channel] = subscription
-            return
-        }
-        guard !decryptAndDeliver(event, key: key, retryable: true, actions: &actions),
-              let authorizer, let connectionID else { return }
-        serial += 1
-        subscription.rekeying = serial
-        subscription.held = [event]
-        subscriptions[channel] = subscription
-        let request = PusherAuthRequest(connectionID: connectionID, channel: channel, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherRekey, channel: subscription.channel,
-                                                       serial: serial)) { [key = self.key] in
-            try await Self.authorizationJSON(authorizer, request, key: key)
-        }))
-    }
-
-    /// Delivers the plaintext of `event`. Returns `false` when it could not be opened and `retryable`;
-    /// otherwise reports the failure and drops the event.
-    @discardableResult
-    private func decryptAndDeliver(_ event: RealtimeEvent, key: SecretBytes, retryable: Bool,
-                                   actions: inout [DialectAction]) -> Bool {
-        guard let nonce = event.data["nonce"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
-              let cipher = event.data["ciphertext"]?.stringValue.flatMap({ Data(base64Encoded: $0) }) else {
-            actions.append(.reportError(RealtimeError(
-                .decryptionFailed, "an event on \(event.channel?.name ?? "") is not a {nonce, ciphertext} object",
-                context: .init(serverPayload: event.data, channel: event.channel, detail: event.name))))
-            return true
-        }
-        guard let plain = SecretBox.open(Array(cipher), nonce: Array(nonce), key: key) else {
-            if retryable { return false }
-            actions.append(.reportError(RealtimeError(
-                .decryptionFailed, "could not decrypt '\(event.name)' on \(event.channel?.name ?? "") even with a fresh key",
-                context: .init(channel: event.channel, detail: event.name))))
-            return true
-        }
-        let text = String(decoding: plain, as: UTF8.self)
-        let data = (try? JSONValue.parse(text)) ?? .string(text)
-        actions.append(.deliver(RealtimeEvent(channel: event.channel, name: event.name, data: data, rawData: text,
-                                              userID: event.userID)))
-        return true
+    /// An event on a subscribed encrypted channel; a box its key does not open fetches a fresh key once.
+    private mutating func receivedEncrypted(_ event: RealtimeEvent, channel: String, actions: inout [DialectAction]) {
+        guard encrypted.received(event, channel: channel, actions: &actions) == .needsFreshKey,
+              let authorizer, let connectionID, let subscription = subscriptions[channel] else { return }
+        let serial = authorize(.pusherRekey, channel: subscription.channel, authorizer: authorizer,
+                               connectionID: connectionID, actions: &actions)
+        encrypted.rekeying(channel, serial: serial, holding: event)
     }
 }
 
