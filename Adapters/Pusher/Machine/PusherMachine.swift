@@ -80,9 +80,8 @@ import Foundation
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
         var end = decidedEnd ?? Self.classify(closure, vendor: vendor)
-        // 4000 "use TLS" (pusher-js switches to TLS): one more attempt over wss; a 4000 after that stays final.
-        if decidedEnd == nil, case .closedByPeer(4000?, _) = closure.kind, vendor.retriesOverTLSOn4000,
-           !currentUsesTLS, !switchedToTLS {
+        if decidedEnd == nil,
+           Self.retriesOverTLS(closure, vendor: vendor, usedTLS: currentUsesTLS, switchedBefore: switchedToTLS) {
             switchedToTLS = true
             end = .reconnectImmediately
         }
@@ -93,36 +92,6 @@ import Foundation
         signIn.connectionEnded()
         decidedEnd = nil
         return end
-    }
-
-    /// The close-code policy: 4000–4099 refused for good, 4100–4199 back off (at least the vendor's floor),
-    /// 4200–4299 reconnect at once, anything else backs off.
-    static func classify(_ closure: TransportClosure, vendor: PusherVendor) -> ConnectionEnd {
-        switch closure.kind {
-        case .failed(let error):
-            if error.code == .invalidArgument { return .terminal(error) }
-            if error.code == .handshakeRejected, let status = error.context.httpStatus,
-               (400..<500).contains(status), status != 408, status != 429 {
-                return .terminal(error)
-            }
-            return .backoff(minimum: .zero)
-        case .closedByPeer(nil, _), .livenessTimeout:
-            return .backoff(minimum: .zero)
-        case .closedByPeer(let code?, let reason), .closedLocally(let code, let reason):
-            switch code {
-            case 4000..<4100:
-                return .terminal(RealtimeError(.connectionRefused,
-                                               "\(vendor.name) refused the connection (close \(code))"
-                                                + (reason.isEmpty ? "" : ": \(reason)"),
-                                               context: .init(closeCode: code, detail: reason)))
-            case 4100..<4200:
-                return .backoff(minimum: vendor.backoffFloor41xx)
-            case 4200..<4300:
-                return .reconnectImmediately
-            default:
-                return .backoff(minimum: .zero)
-            }
-        }
     }
 
     // MARK: Frames
