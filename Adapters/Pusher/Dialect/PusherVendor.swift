@@ -82,6 +82,11 @@ public struct PusherVendor: Sendable, Hashable {
         return .text(JSONValue.object(members).serialized())
     }
 
+    /// The frame `<prefix><name>` carrying `data` (`subscribe`, `unsubscribe`, `signin`).
+    func frame(_ name: String, data: JSONValue) -> TransportFrame {
+        .text(JSONValue.object(["event": .string(systemPrefix + name), "data": data]).serialized())
+    }
+
     /// The string an auth signature covers for `channel` (`<id>:<channel>[:<identity>]`).
     public func channelSignedString(connectionID: String, channel: String, identity: String?) -> String {
         identity.map { "\(connectionID):\(channel):\($0)" } ?? "\(connectionID):\(channel)"

@@ -32,15 +32,7 @@ import Foundation
         var phase: Phase
         /// The presence identity sent with the subscribe, kept to tell the app who it is.
         var channelData: String?
-        /// The key of an encrypted channel, zeroed when the last subscription value holding it goes.
-        var sharedKey: SecretBytes?
-        /// A decryption failed and a fresh key is being fetched (`serial`); events wait in `held`.
-        var rekeying: UInt64?
-        var held: [RealtimeEvent] = []
     }
-
-    /// Events held while an encrypted channel fetches a fresh key.
-    static let maximumHeldEvents = 256
 
     private let vendor: PusherVendor
     private let key: String
@@ -52,16 +44,11 @@ import Foundation
     private var subscriptions: [String: Subscription] = [:]
     /// Channels whose `subscribe` went out and is unanswered, oldest first.
     private var awaitingAnswer: [String] = []
+    /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).
     private var serial: UInt64 = 0
-    /// Sign-in was asked for once; it is repeated on every new connection.
-    private var signinArmed = false
-    /// The app's `signin` call waiting for `signin_success`.
-    private var signinRequest: RequestID?
-    /// The sign-in authorization in flight, or sent and unanswered.
-    private var signinSerial: UInt64?
-    private var signinSent = false
-    /// `#server-to-user-<id>` once signed in on this connection.
-    private var userChannel: String?
+    private var signIn: PusherSignInMachine
+    /// Keys of the encrypted channels among `subscriptions`, which they never outlive.
+    private var encrypted = PusherEncryptedChannels()
     /// How the connection must end, decided by a frame.
     private var decidedEnd: ConnectionEnd?
     /// Whether the connection being opened (or open) uses `wss`.
@@ -74,6 +61,7 @@ import Foundation
         self.key = key
         self.authorizer = authorizer
         self.liveness = liveness
+        signIn = PusherSignInMachine(vendor: vendor)
     }
 
     // MARK: Connection
@@ -92,51 +80,18 @@ import Foundation
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
         var end = decidedEnd ?? Self.classify(closure, vendor: vendor)
-        // 4000 "use TLS" (pusher-js switches to TLS): one more attempt over wss; a 4000 after that stays final.
-        if decidedEnd == nil, case .closedByPeer(4000?, _) = closure.kind, vendor.retriesOverTLSOn4000,
-           !currentUsesTLS, !switchedToTLS {
+        if decidedEnd == nil,
+           Self.retriesOverTLS(closure, vendor: vendor, usedTLS: currentUsesTLS, switchedBefore: switchedToTLS) {
             switchedToTLS = true
             end = .reconnectImmediately
         }
         connectionID = nil
         subscriptions = [:]
+        encrypted.forgetAll()
         awaitingAnswer = []
-        signinRequest = nil
-        signinSerial = nil
-        signinSent = false
-        userChannel = nil
+        signIn.connectionEnded()
         decidedEnd = nil
         return end
-    }
-
-    /// The close-code policy: 4000–4099 refused for good, 4100–4199 back off (at least the vendor's floor),
-    /// 4200–4299 reconnect at once, anything else backs off.
-    static func classify(_ closure: TransportClosure, vendor: PusherVendor) -> ConnectionEnd {
-        switch closure.kind {
-        case .failed(let error):
-            if error.code == .invalidArgument { return .terminal(error) }
-            if error.code == .handshakeRejected, let status = error.context.httpStatus,
-               (400..<500).contains(status), status != 408, status != 429 {
-                return .terminal(error)
-            }
-            return .backoff(minimum: .zero)
-        case .closedByPeer(nil, _), .livenessTimeout:
-            return .backoff(minimum: .zero)
-        case .closedByPeer(let code?, let reason), .closedLocally(let code, let reason):
-            switch code {
-            case 4000..<4100:
-                return .terminal(RealtimeError(.connectionRefused,
-                                               "\(vendor.name) refused the connection (close \(code))"
-                                                + (reason.isEmpty ? "" : ": \(reason)"),
-                                               context: .init(closeCode: code, detail: reason)))
-            case 4100..<4200:
-                return .backoff(minimum: vendor.backoffFloor41xx)
-            case 4200..<4300:
-                return .reconnectImmediately
-            default:
-                return .backoff(minimum: .zero)
-            }
-        }
     }
 
     // MARK: Frames
@@ -167,8 +122,8 @@ import Foundation
             let userID = envelope["user_id"].flatMap(Self.idString)
             let received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
                                          rawData: rawData, userID: userID)
-            if let channel, channel.hasPrefix("private-encrypted-"), subscriptions[channel] != nil {
-                encrypted(received, channel: channel, actions: &actions)
+            if let channel, PusherEncryptedChannels.isEncrypted(channel), subscriptions[channel] != nil {
+                receivedEncrypted(received, channel: channel, actions: &actions)
             } else {
                 actions.append(.deliver(received))
             }
@@ -212,9 +167,9 @@ import Foundation
         case "subscription_error":
             subscriptionError(channel: channel, data: data, raw: raw, actions: &actions)
         case "signin_success":
-            signinSucceeded(data, raw: raw, actions: &actions)
+            signIn.succeeded(data, actions: &actions)
         default:
-            if let channel, channel == userChannel, name == "subscription_succeeded" { return }
+            if let channel, channel == signIn.userChannel, name == "subscription_succeeded" { return }
             actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) }, name: vendor.systemPrefix + name,
                                                   data: data, rawData: raw)))
         }
@@ -234,7 +189,7 @@ import Foundation
                                                   name: vendor.systemPrefix + name, data: .object(member),
                                                   rawData: raw)))
         default:
-            if let channel, channel == userChannel, name == "subscription_succeeded" { return }
+            if let channel, channel == signIn.userChannel, name == "subscription_succeeded" { return }
             actions.append(.deliver(RealtimeEvent(channel: channel.map { ChannelID($0) },
                                                   name: vendor.systemPrefix + name, data: data, rawData: raw)))
         }
@@ -264,13 +219,13 @@ import Foundation
             actions.append(.liveness(.none))
         }
         actions.append(.connected(id: id))
-        if signinArmed { startSignin(actions: &actions) }
+        if signIn.isArmed { startSignin(actions: &actions) }
     }
 
     private mutating func subscriptionSucceeded(_ name: String?, data: JSONValue, raw: String?,
                                                 actions: inout [DialectAction]) {
         guard let name else { return }
-        if name == userChannel { return }
+        if name == signIn.userChannel { return }
         guard var subscription = subscriptions[name], subscription.phase == .subscribing else {
             actions.append(.log(.debug, "subscription_succeeded for \(name), which this session is not joining"))
             return
@@ -350,9 +305,8 @@ import Foundation
                 context: .init(serverPayload: data, channel: subscription.channel)), serverData: data, actions: &actions)
             return
         }
-        if channel == nil, code == nil, signinSent, signinSerial != nil {
-            signinFailed(RealtimeError(.signInFailed, "\(vendor.name) refused the sign-in: \(message)",
-                                       context: .init(serverPayload: data)), actions: &actions)
+        if channel == nil, code == nil, signIn.awaitsServerAnswer {
+            signIn.refused(message: message, data: data, actions: &actions)
             return
         }
         actions.append(.reportError(RealtimeError(.serverError, "\(vendor.name) error: \(message)",
@@ -366,6 +320,7 @@ import Foundation
     private mutating func fail(_ channel: ChannelID, _ error: RealtimeError, serverData: JSONValue? = nil,
                                actions: inout [DialectAction]) {
         subscriptions[channel.name] = nil
+        encrypted.forget(channel.name)
         awaitingAnswer.removeAll { $0 == channel.name }
         var payload: [String: JSONValue] = [
             "type": .string(error.code == .subscriptionRejected ? "SubscriptionError" : "AuthError"),
@@ -398,9 +353,9 @@ import Foundation
                 actions.append(.resolveRequest(id, .failure(.unsupported("the command '\(name)'"))))
                 return
             }
-            signin(id, actions: &actions)
+            if signIn.requested(id, canSign: authorizer != nil, actions: &actions) { startSignin(actions: &actions) }
         case .cancelRequest(let id):
-            if signinRequest == id { signinRequest = nil }
+            signIn.cancel(id)
         case .acknowledge:
             return
         }
@@ -416,7 +371,7 @@ import Foundation
                 context: .init(channel: channel)), actions: &actions)
             return
         }
-        if name.hasPrefix("private-encrypted-"), !vendor.supportsEncryptedChannels {
+        if PusherEncryptedChannels.isEncrypted(name), !vendor.supportsEncryptedChannels {
             fail(channel, RealtimeError(.unsupported, "\(vendor.name) has no encrypted channels",
                                         context: .init(channel: channel)), actions: &actions)
             return
@@ -432,14 +387,22 @@ import Foundation
             return
         }
         guard let connectionID else { return }
-        serial += 1
+        let serial = authorize(.pusherAuth, channel: channel, authorizer: authorizer, connectionID: connectionID,
+                               actions: &actions)
         subscriptions[name] = Subscription(channel: channel, phase: .authorizing(serial: serial))
-        let request = PusherAuthRequest(connectionID: connectionID, channel: name, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherAuth, channel: channel, serial: serial)) { [key] in
-            try await Self.authorizationJSON(authorizer, request, key: key)
-        }))
     }
 
+    /// Asks the engine to run the authorizer for `channel` (`nil`: the user) on this connection; returns the
+    /// serial its answer comes back with, so a stale answer can be told apart.
+    private mutating func authorize(_ kind: DialectKey.Kind, channel: ChannelID?, authorizer: PusherAuth,
+                                    connectionID: String, actions: inout [DialectAction]) -> UInt64 {
+        serial += 1
+        let request = PusherAuthRequest(connectionID: connectionID, channel: channel?.name, vendor: vendor)
+        actions.append(.perform(DialectWork(id: WorkID(kind: kind, channel: channel, serial: serial)) { [key] in
+            try await Self.authorizationJSON(authorizer, request, key: key)
+        }))
+        return serial
+    }
 
     /// Runs the authorizer; the answer travels as JSON together with the connection id it was asked for.
     private static func authorizationJSON(_ authorizer: PusherAuth, _ request: PusherAuthRequest,
@@ -455,100 +418,35 @@ import Foundation
 
     private mutating func sendSubscribe(_ channel: ChannelID, auth: String?, channelData: String?,
                                         sharedKey: SecretBytes? = nil, actions: inout [DialectAction]) {
-        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData,
-                                                   sharedKey: sharedKey)
+        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData)
+        if let sharedKey { encrypted.keyed(channel.name, key: sharedKey) }
         awaitingAnswer.append(channel.name)
         var data: [String: JSONValue] = ["channel": .string(channel.name)]
         if let auth { data["auth"] = .string(auth) }
         if let channelData { data[vendor.subscribeIdentityKey] = .string(channelData) }
-        actions.append(.send(frame("subscribe", data: .object(data))))
-    }
-
-    private func frame(_ name: String, data: JSONValue) -> TransportFrame {
-        .text(JSONValue.object(["event": .string(vendor.systemPrefix + name), "data": data]).serialized())
+        actions.append(.send(vendor.frame("subscribe", data: .object(data))))
     }
 
     private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
         guard let subscription = subscriptions.removeValue(forKey: channel.name) else { return }
+        encrypted.forget(channel.name)
         awaitingAnswer.removeAll { $0 == channel.name }
         // Still authorizing: nothing reached the server; the late answer is dropped.
         if case .authorizing = subscription.phase { return }
-        actions.append(.send(frame("unsubscribe", data: .object(["channel": .string(channel.name)]))))
+        actions.append(.send(vendor.frame("unsubscribe", data: .object(["channel": .string(channel.name)]))))
     }
 
     // MARK: Sign-in
 
-    private mutating func signin(_ id: RequestID, actions: inout [DialectAction]) {
-        guard authorizer != nil else {
-            actions.append(.resolveRequest(id, .failure(RealtimeError(
-                .signInFailed, "sign-in needs a signature, and the dialect has no auth (PusherAuth)"))))
-            return
-        }
-        if let pending = signinRequest {
-            actions.append(.resolveRequest(pending, .failure(RealtimeError(
-                .operationFailed, "a newer sign-in replaced this one"))))
-        }
-        signinRequest = id
-        signinArmed = true
-        startSignin(actions: &actions)
-    }
-
     private mutating func startSignin(actions: inout [DialectAction]) {
         guard let authorizer, let connectionID else { return }
-        serial += 1
-        signinSerial = serial
-        signinSent = false
-        let request = PusherAuthRequest(connectionID: connectionID, channel: nil, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherSignIn, serial: serial)) { [key] in
-            try await Self.authorizationJSON(authorizer, request, key: key)
-        }))
+        signIn.authorizing(serial: authorize(.pusherSignIn, channel: nil, authorizer: authorizer,
+                                             connectionID: connectionID, actions: &actions))
     }
 
-    /// Every sign-in failure carries `.signInFailed`, so an app tells it apart from connection and channel
-    /// errors; the cause's code and detail stay in `context.detail`, its HTTP status in `httpStatus`.
+    /// Every sign-in failure carries `.signInFailed` (``PusherSignInMachine/failure(_:)``).
     static func signInError(_ cause: RealtimeError) -> RealtimeError {
-        guard cause.code != .signInFailed else { return cause }
-        var context = cause.context
-        context.detail = cause.code.rawValue + (cause.context.detail.map { ": \($0)" } ?? "")
-        return RealtimeError(.signInFailed, "sign-in failed: \(cause.message)", context: context)
-    }
-
-    private mutating func signinFailed(_ cause: RealtimeError, actions: inout [DialectAction]) {
-        let error = Self.signInError(cause)
-        signinSerial = nil
-        signinSent = false
-        if let request = signinRequest {
-            signinRequest = nil
-            // A first sign-in that fails is not repeated on reconnect.
-            signinArmed = false
-            actions.append(.resolveRequest(request, .failure(error)))
-        } else {
-            actions.append(.reportError(error))
-        }
-    }
-
-    private mutating func signinSucceeded(_ data: JSONValue, raw: String?, actions: inout [DialectAction]) {
-        guard signinSerial != nil else { return }
-        signinSerial = nil
-        signinSent = false
-        let text = data[vendor.signinDataKey]?.stringValue
-        guard let text, let identity = try? JSONValue.parse(text),
-              let id = identity[vendor.signinIDKey].flatMap(Self.idString), !id.isEmpty else {
-            signinFailed(RealtimeError(.protocolViolation, "signin_success carries no usable '\(vendor.signinDataKey)'",
-                                       context: .init(serverPayload: data)), actions: &actions)
-            return
-        }
-        let channel = Self.userChannelPrefix + id
-        userChannel = channel
-        var subscribe: [String: JSONValue] = ["channel": .string(channel)]
-        if vendor.userChannelSendsEmptyAuth { subscribe["auth"] = .string("") }
-        actions.append(.send(frame("subscribe", data: .object(subscribe))))
-        if let request = signinRequest {
-            signinRequest = nil
-            actions.append(.resolveRequest(request, .success([identity])))
-        }
-        actions.append(.deliver(RealtimeEvent(channel: nil, name: vendor.systemPrefix + "signin_success",
-                                              data: identity, rawData: text)))
+        PusherSignInMachine.failure(cause)
     }
 
     // MARK: Work and timers
@@ -581,49 +479,21 @@ import Foundation
                     return
                 }
                 var sharedKey: SecretBytes?
-                if channel.name.hasPrefix("private-encrypted-") {
-                    guard let key = Self.sharedKey(json) else {
-                        fail(channel, RealtimeError(.authorizationFailed,
-                                                    "the authorizer gave no 32-byte base64 shared_secret for \(channel.name)",
-                                                    context: .init(channel: channel)), actions: &actions)
+                if PusherEncryptedChannels.isEncrypted(channel.name) {
+                    switch PusherEncryptedChannels.key(from: json, for: channel) {
+                    case .success(let key): sharedKey = key
+                    case .failure(let error):
+                        fail(channel, error, actions: &actions)
                         return
                     }
-                    sharedKey = key
                 }
                 sendSubscribe(channel, auth: auth, channelData: channelData, sharedKey: sharedKey, actions: &actions)
             }
         case .pusherRekey:
-            guard let channel = id.channel, var subscription = subscriptions[channel.name],
-                  subscription.rekeying == id.serial else { return }
-            let held = subscription.held
-            subscription.held = []
-            subscription.rekeying = nil
-            if case .success(let json) = result, let key = Self.sharedKey(json) {
-                subscription.sharedKey = key
-                subscriptions[channel.name] = subscription
-                for event in held { decryptAndDeliver(event, key: key, retryable: false, actions: &actions) }
-            } else {
-                subscriptions[channel.name] = subscription
-                if case .failure(let error) = result { actions.append(.reportError(error)) }
-                actions.append(.reportError(RealtimeError(
-                    .decryptionFailed, "dropped \(held.count) event(s) on \(channel.name): no fresh key",
-                    context: .init(channel: channel))))
-            }
+            guard let channel = id.channel else { return }
+            encrypted.rekeyed(channel, serial: id.serial, result: result, actions: &actions)
         case .pusherSignIn:
-            guard id.serial == signinSerial else { return }
-            switch result {
-            case .failure(let error):
-                signinFailed(error, actions: &actions)
-            case .success(let json):
-                guard let auth = json["auth"]?.stringValue, let userData = json["user_data"]?.stringValue else {
-                    signinFailed(RealtimeError(.signInFailed, "the authorizer gave no \(vendor.signinDataKey)"),
-                                 actions: &actions)
-                    return
-                }
-                signinSent = true
-                actions.append(.send(frame("signin", data: .object(["auth": .string(auth),
-                                                                    vendor.signinDataKey: .string(userData)]))))
-            }
+            signIn.authorized(serial: id.serial, result: result, actions: &actions)
         default:
             return
         }
@@ -633,60 +503,13 @@ import Foundation
 
     // MARK: Encrypted channels
 
-    /// The decoded `shared_secret`; the decoding buffer is zeroed (the base64 text itself is an immutable
-    /// String the authorizer's JSON owns, beyond reach).
-    static func sharedKey(_ json: JSONValue) -> SecretBytes? {
-        guard let text = json["shared_secret"]?.stringValue, var data = Data(base64Encoded: text) else { return nil }
-        defer { data.withUnsafeMutableBytes { secureZero($0) } }
-        guard data.count == SecretBox.keyCount else { return nil }
-        return data.withUnsafeBytes { SecretBytes(copying: $0) }
-    }
-
-    /// Decrypts an event of an encrypted channel; on failure fetches a fresh key once and retries.
-    private mutating func encrypted(_ event: RealtimeEvent, channel: String, actions: inout [DialectAction]) {
-        guard var subscription = subscriptions[channel], let key = subscription.sharedKey else { return }
-        if subscription.rekeying != nil {
-            if subscription.held.count < Self.maximumHeldEvents { subscription.held.append(event) }
-            subscriptions[channel] = subscription
-            return
-        }
-        guard !decryptAndDeliver(event, key: key, retryable: true, actions: &actions),
-              let authorizer, let connectionID else { return }
-        serial += 1
-        subscription.rekeying = serial
-        subscription.held = [event]
-        subscriptions[channel] = subscription
-        let request = PusherAuthRequest(connectionID: connectionID, channel: channel, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: .pusherRekey, channel: subscription.channel,
-                                                       serial: serial)) { [key = self.key] in
-            try await Self.authorizationJSON(authorizer, request, key: key)
-        }))
-    }
-
-    /// Delivers the plaintext of `event`. Returns `false` when it could not be opened and `retryable`;
-    /// otherwise reports the failure and drops the event.
-    @discardableResult
-    private func decryptAndDeliver(_ event: RealtimeEvent, key: SecretBytes, retryable: Bool,
-                                   actions: inout [DialectAction]) -> Bool {
-        guard let nonce = event.data["nonce"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
-              let cipher = event.data["ciphertext"]?.stringValue.flatMap({ Data(base64Encoded: $0) }) else {
-            actions.append(.reportError(RealtimeError(
-                .decryptionFailed, "an event on \(event.channel?.name ?? "") is not a {nonce, ciphertext} object",
-                context: .init(serverPayload: event.data, channel: event.channel, detail: event.name))))
-            return true
-        }
-        guard let plain = SecretBox.open(Array(cipher), nonce: Array(nonce), key: key) else {
-            if retryable { return false }
-            actions.append(.reportError(RealtimeError(
-                .decryptionFailed, "could not decrypt '\(event.name)' on \(event.channel?.name ?? "") even with a fresh key",
-                context: .init(channel: event.channel, detail: event.name))))
-            return true
-        }
-        let text = String(decoding: plain, as: UTF8.self)
-        let data = (try? JSONValue.parse(text)) ?? .string(text)
-        actions.append(.deliver(RealtimeEvent(channel: event.channel, name: event.name, data: data, rawData: text,
-                                              userID: event.userID)))
-        return true
+    /// An event on a subscribed encrypted channel; a box its key does not open fetches a fresh key once.
+    private mutating func receivedEncrypted(_ event: RealtimeEvent, channel: String, actions: inout [DialectAction]) {
+        guard encrypted.received(event, channel: channel, actions: &actions) == .needsFreshKey,
+              let authorizer, let connectionID, let subscription = subscriptions[channel] else { return }
+        let serial = authorize(.pusherRekey, channel: subscription.channel, authorizer: authorizer,
+                               connectionID: connectionID, actions: &actions)
+        encrypted.rekeying(channel, serial: serial, holding: event)
     }
 }
 
