@@ -102,20 +102,17 @@ struct SessionCore: Sendable {
     }
 
     // Configuration
-    private let policy: ReconnectPolicy
     private let connectTimeout: Duration
     private let sendBufferLimit: Int
     private let sendTimeout: Duration
 
     // State
     private var machine: any DialectMachine
-    private var random: EngineRandom
     private(set) var state: ConnectionState = .initialized
     private(set) var connectionID: String?
     private var phase: Phase = .idle
     private var connectionCounter: UInt64 = 0
-    private var attempt = 0
-    private var firstFailureAt: Duration?
+    private var reconnect: ReconnectAccounting
     /// `connect()` callers waiting for `.connected`, each with the serial of its deadline timer.
     private var connectWaiters: [(serial: UInt64, completion: Completion<Void>)] = []
     /// Attempts that failed since the oldest waiting `connect()` call began, for its timeout message.
@@ -157,11 +154,10 @@ struct SessionCore: Sendable {
          defaultChannels: [ChannelID]) {
         self.dialect = dialect
         self.machine = machine
-        self.policy = policy
+        reconnect = ReconnectAccounting(policy: policy, random: options.randomSource)
         connectTimeout = options.connectTimeout
         sendBufferLimit = options.sendBufferLimit
         sendTimeout = options.sendTimeout
-        random = EngineRandom(options.randomSource)
         for channel in defaultChannels where channels[channel] == nil {
             channels[channel] = ChannelRecord()
             channelOrder.append(channel)
@@ -272,8 +268,7 @@ struct SessionCore: Sendable {
             if let completion { addConnectWaiter(completion, timeout: timeout, operation: operation, effects: &effects) }
         case .initialized, .disconnected, .failed:
             if let completion { addConnectWaiter(completion, timeout: timeout, operation: operation, effects: &effects) }
-            attempt = 0
-            firstFailureAt = nil
+            reconnect.startOver()
             if networkAvailable {
                 startAttempt(effects: &effects)
             } else {
@@ -353,8 +348,7 @@ struct SessionCore: Sendable {
     /// A fresh backoff and an attempt at once.
     private mutating func retryNow(effects: inout [EngineEffect]) {
         cancel(.reconnect, effects: &effects)
-        attempt = 0
-        firstFailureAt = nil
+        reconnect.startOver()
         effects.append(.log(.info, "reconnecting now"))
         startAttempt(effects: &effects)
     }
@@ -381,7 +375,7 @@ struct SessionCore: Sendable {
         phase = .preparing(connectionCounter)
         setState(.connecting, effects: &effects)
         schedule(.handshake, after: connectTimeout, effects: &effects)
-        switch dialect.connectionRequest(attempt: attempt) {
+        switch dialect.connectionRequest(attempt: reconnect.attempt) {
         case .ready(let request):
             handle(.requestPrepared(connection: connectionCounter, .success(request)), effects: &effects)
         case .deferred(let prepare):
@@ -772,34 +766,28 @@ struct SessionCore: Sendable {
         case .terminal(let error):
             fail(error, effects: &effects)
         case .reconnectImmediately:
-            // Only after a stable connection: a server asking for it again and again gets the backoff.
-            scheduleReconnect(immediately: attempt == 0, minimum: .zero, effects: &effects)
+            scheduleReconnect(skipDelayWhenFresh: true, minimum: .zero, effects: &effects)
         case .backoff(let minimum):
-            scheduleReconnect(immediately: false, minimum: minimum, effects: &effects)
+            scheduleReconnect(skipDelayWhenFresh: false, minimum: minimum, effects: &effects)
         }
     }
 
-    private mutating func scheduleReconnect(immediately: Bool, minimum: Duration, effects: inout [EngineEffect]) {
-        if firstFailureAt == nil { firstFailureAt = now }
-        guard policy.allowsAttempt(attempt, elapsed: now - (firstFailureAt ?? now)) else {
-            let message = policy.isEnabled
-                ? "gave up after \(attempt) reconnect attempts; last: \(lastEndDescription)"
-                : "the connection ended and reconnection is disabled; last: \(lastEndDescription)"
-            fail(RealtimeError(.sessionFailed, message), effects: &effects)
-            return
-        }
-        guard networkAvailable else {
+    private mutating func scheduleReconnect(skipDelayWhenFresh: Bool, minimum: Duration,
+                                            effects: inout [EngineEffect]) {
+        switch reconnect.next(at: now, minimum: minimum, skipDelayWhenFresh: skipDelayWhenFresh,
+                              networkAvailable: networkAvailable) {
+        case .giveUp(let reason):
+            fail(RealtimeError(.sessionFailed, "\(reason); last: \(lastEndDescription)"), effects: &effects)
+        case .waitForNetwork:
             setState(.waitingForNetwork, effects: &effects)
-            return
-        }
-        let delay = immediately ? .zero : policy.delay(forAttempt: attempt, minimum: minimum, using: &random)
-        attempt += 1
-        setState(.reconnecting(attempt: attempt, delay: delay, reason: lastEndReason), effects: &effects)
-        effects.append(.log(.info, "reconnect attempt \(attempt) in \(delay)"))
-        if delay <= .zero {
-            startAttempt(effects: &effects)
-        } else {
-            schedule(.reconnect, after: delay, effects: &effects)
+        case .retry(let attempt, let delay):
+            setState(.reconnecting(attempt: attempt, delay: delay, reason: lastEndReason), effects: &effects)
+            effects.append(.log(.info, "reconnect attempt \(attempt) in \(delay)"))
+            if delay <= .zero {
+                startAttempt(effects: &effects)
+            } else {
+                schedule(.reconnect, after: delay, effects: &effects)
+            }
         }
     }
 
@@ -878,7 +866,7 @@ struct SessionCore: Sendable {
         case .connectDeadline(let serial):
             connectDeadlinePassed(serial, effects: &effects)
         case .stability:
-            if handshakeDone { connectionProvedStable() }
+            if handshakeDone { reconnect.startOver() }
         case .sendDeadline(let serial):
             for channel in channelOrder {
                 guard let index = channels[channel]?.queue.firstIndex(where: {
@@ -1053,10 +1041,10 @@ struct SessionCore: Sendable {
         cancel(.handshake, effects: &effects)
         // A handshake alone proves little: a server that welcomes and then breaks the link must still
         // run into the policy's limits, so the count starts over only once the connection proves stable.
-        if policy.stabilityWindow > .zero {
-            schedule(.stability, after: policy.stabilityWindow, effects: &effects)
+        if let window = reconnect.stabilityWindow {
+            schedule(.stability, after: window, effects: &effects)
         } else {
-            connectionProvedStable()
+            reconnect.startOver()
         }
         connectionID = id
         setState(.connected, effects: &effects)
@@ -1078,11 +1066,6 @@ struct SessionCore: Sendable {
                 $0.handle(.custom(name: command.name, payload: command.payload, id), actions: &$1)
             }
         }
-    }
-
-    private mutating func connectionProvedStable() {
-        attempt = 0
-        firstFailureAt = nil
     }
 
     private mutating func channelSubscribed(_ channel: ChannelID, recovered: Bool?, effects: inout [EngineEffect]) {
