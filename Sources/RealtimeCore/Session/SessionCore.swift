@@ -127,9 +127,7 @@ struct SessionCore: Sendable {
     /// the newest 64 are kept.
     private var earlyCancellations: [UInt64] = []
     private var timerSerials: [EngineTimer: UInt64] = [:]
-    private var liveness: LivenessRule = .none
-    private var lastReceivedAt: Duration = .zero
-    private var pingSentAt: Duration?
+    private var liveness = LivenessMonitor()
     /// Bytes of frames received since the last delivered event, charged to the next one.
     private var unchargedBytes = 0
     /// What the server sent with a confirmation that is about to be reported (`.subscriptionPayload`).
@@ -357,17 +355,7 @@ struct SessionCore: Sendable {
     /// against its deadline (server-ping dialects); a dead link ends as a liveness timeout.
     private mutating func probeLink(effects: inout [EngineEffect]) {
         guard case .open(let connection, true) = phase else { return }
-        switch liveness {
-        case .none:
-            return
-        case .serverPings:
-            checkLiveness(effects: &effects)
-        case .clientPings(_, let timeout, let ping):
-            guard pingSentAt == nil else { return }  // one is in flight already
-            pingSentAt = now
-            effects.append(.send(connection: connection, [ping]))
-            schedule(.liveness, after: timeout, effects: &effects)
-        }
+        follow(liveness.probe(at: now), on: connection, effects: &effects)
     }
 
     private mutating func startAttempt(effects: inout [EngineEffect]) {
@@ -667,11 +655,11 @@ struct SessionCore: Sendable {
         case .opened(let info):
             guard phase == .opening(connection) else { return }
             phase = .open(connection, handshakeDone: false)
-            lastReceivedAt = now
+            liveness.received(at: now)
             runMachine(effects: &effects) { $0.connectionOpened(info, actions: &$1) }
         case .received(let frames):
             guard case .open = phase else { return }
-            lastReceivedAt = now
+            liveness.received(at: now)
             for frame in frames {
                 unchargedBytes += frame.byteCount
                 runMachine(effects: &effects) { $0.received(frame, actions: &$1) }
@@ -743,8 +731,7 @@ struct SessionCore: Sendable {
             if case .dialect = timer { cancel(timer, effects: &effects) }
         }
         cancel(.stability, effects: &effects)
-        liveness = .none
-        pingSentAt = nil
+        liveness.stop()
         unchargedBytes = 0
         subscriptionPayloads = [:]
         connectionID = nil
@@ -910,33 +897,21 @@ struct SessionCore: Sendable {
 
     private mutating func checkLiveness(effects: inout [EngineEffect]) {
         guard case .open(let connection, _) = phase else { return }
-        switch liveness {
-        case .none:
+        follow(liveness.check(at: now), on: connection, effects: &effects)
+    }
+
+    /// Carries out what the liveness monitor concluded.
+    private mutating func follow(_ step: LivenessMonitor.Step, on connection: UInt64, effects: inout [EngineEffect]) {
+        switch step {
+        case .nothingToDo:
             return
-        case .serverPings(let interval, let grace):
-            let deadline = lastReceivedAt + interval + grace
-            if now >= deadline {
-                declareDead(connection, effects: &effects)
-            } else {
-                schedule(.liveness, after: deadline - now, effects: &effects)
-            }
-        case .clientPings(let idle, let timeout, let ping):
-            if let sentAt = pingSentAt {
-                if lastReceivedAt >= sentAt {
-                    pingSentAt = nil
-                    schedule(.liveness, after: max(.zero, lastReceivedAt + idle - now), effects: &effects)
-                } else if now >= sentAt + timeout {
-                    declareDead(connection, effects: &effects)
-                } else {
-                    schedule(.liveness, after: sentAt + timeout - now, effects: &effects)
-                }
-            } else if now >= lastReceivedAt + idle {
-                pingSentAt = now
-                effects.append(.send(connection: connection, [ping]))
-                schedule(.liveness, after: timeout, effects: &effects)
-            } else {
-                schedule(.liveness, after: lastReceivedAt + idle - now, effects: &effects)
-            }
+        case .dead:
+            declareDead(connection, effects: &effects)
+        case .ping(let frame, let checkAfter):
+            effects.append(.send(connection: connection, [frame]))
+            schedule(.liveness, after: checkAfter, effects: &effects)
+        case .checkAfter(let delay):
+            schedule(.liveness, after: delay, effects: &effects)
         }
     }
 
@@ -1003,8 +978,7 @@ struct SessionCore: Sendable {
                 cancel(.requestDeadline(id), effects: &effects)
                 effects.append(.complete { pending.completion(result) })
             case .liveness(let rule):
-                liveness = rule
-                pingSentAt = nil
+                liveness.adopt(rule)
                 if rule == .none {
                     cancel(.liveness, effects: &effects)
                 } else {
