@@ -76,23 +76,6 @@ struct SessionCore: Sendable {
         case open(UInt64, handshakeDone: Bool)
     }
 
-    private struct BufferedSend: Sendable {
-        enum Kind: Sendable {
-            case send(serial: UInt64, Completion<Void>)
-            case request(RequestID)
-        }
-        var message: OutgoingMessage
-        var kind: Kind
-    }
-
-    private struct ChannelRecord: Sendable {
-        var state: ChannelState = .pending
-        var queue: [BufferedSend] = []
-        var waiters: [(operation: UInt64, completion: Completion<Bool?>)] = []
-        /// Confirmed at least once: the next confirmation is a resubscription.
-        var everSubscribed = false
-    }
-
     private struct PendingRequest: Sendable {
         var completion: Completion<[JSONValue]>
         /// The connection the request was written on; `nil` while buffered.
@@ -103,7 +86,6 @@ struct SessionCore: Sendable {
 
     // Configuration
     private let connectTimeout: Duration
-    private let sendBufferLimit: Int
     private let sendTimeout: Duration
 
     // State
@@ -117,11 +99,9 @@ struct SessionCore: Sendable {
     private var connectWaiters: [(serial: UInt64, completion: Completion<Void>)] = []
     /// Attempts that failed since the oldest waiting `connect()` call began, for its timeout message.
     private var failedAttemptsWhileWaiting = 0
-    private var channels: [ChannelID: ChannelRecord] = [:]
-    private var channelOrder: [ChannelID] = []
+    private var channels: ChannelTable
     private var requests: [RequestID: PendingRequest] = [:]
     private var customQueue: [RequestID] = []
-    private var bufferedCount = 0
     private var nextSerial: UInt64 = 0
     /// Cancellations that arrived before their operation (the task was cancelled while submitting it);
     /// the newest 64 are kept.
@@ -130,8 +110,6 @@ struct SessionCore: Sendable {
     private var liveness = LivenessMonitor()
     /// Bytes of frames received since the last delivered event, charged to the next one.
     private var unchargedBytes = 0
-    /// What the server sent with a confirmation that is about to be reported (`.subscriptionPayload`).
-    private var subscriptionPayloads: [ChannelID: JSONValue] = [:]
     /// Set when the machine refuses the `.send` it is handling.
     private var sendRefusal: RealtimeError?
     private var actions: [DialectAction] = []
@@ -154,22 +132,18 @@ struct SessionCore: Sendable {
         self.machine = machine
         reconnect = ReconnectAccounting(policy: policy, random: options.randomSource)
         connectTimeout = options.connectTimeout
-        sendBufferLimit = options.sendBufferLimit
         sendTimeout = options.sendTimeout
-        for channel in defaultChannels where channels[channel] == nil {
-            channels[channel] = ChannelRecord()
-            channelOrder.append(channel)
-        }
+        channels = ChannelTable(joined: defaultChannels, sendBufferLimit: options.sendBufferLimit)
     }
 
     /// The current state of `channel`, or `nil` when the app never joined it.
-    func channelState(_ channel: ChannelID) -> ChannelState? { channels[channel]?.state }
+    func channelState(_ channel: ChannelID) -> ChannelState? { channels.state(of: channel) }
 
     /// Channels the session holds, in the order they were joined.
-    var joinedChannels: [ChannelID] { channelOrder }
+    var joinedChannels: [ChannelID] { channels.order }
 
     /// Sends and requests waiting for the connection or their channel.
-    var bufferedSendCount: Int { bufferedCount }
+    var bufferedSendCount: Int { channels.bufferedCount }
 
     private var handshakeDone: Bool {
         if case .open(_, true) = phase { return true }
@@ -402,31 +376,20 @@ struct SessionCore: Sendable {
     }
 
     private mutating func subscribe(_ channel: ChannelID, effects: inout [EngineEffect]) {
-        if var record = channels[channel] {
-            switch record.state {
-            case .pending, .subscribed: return
-            case .failed, .ended, .left:
-                record.state = .pending
-                channels[channel] = record
-            }
-        } else {
-            channels[channel] = ChannelRecord()
-            channelOrder.append(channel)
-        }
-        if handshakeDone {
+        if channels.join(channel), handshakeDone {
             runMachine(effects: &effects) { $0.handle(.subscribe(channel), actions: &$1) }
         }
     }
 
     private mutating func awaitSubscription(_ channel: ChannelID, operation: UInt64,
                                             _ completion: @escaping Completion<Bool?>, effects: inout [EngineEffect]) {
-        guard let record = channels[channel] else {
+        guard let channelState = channels.state(of: channel) else {
             let error = RealtimeError(.channelUnavailable, "the channel was not joined",
                                       context: .init(channel: channel))
             effects.append(.complete { completion(.failure(error)) })
             return
         }
-        switch record.state {
+        switch channelState {
         case .subscribed(let recovered):
             effects.append(.complete { completion(.success(recovered)) })
         case .failed(let error), .ended(let error):
@@ -438,19 +401,17 @@ struct SessionCore: Sendable {
             if case .failed(let error) = state {
                 effects.append(.complete { completion(.failure(error)) })
             } else {
-                channels[channel]?.waiters.append((operation, completion))
+                channels.addWaiter(.init(operation: operation, completion: completion), to: channel)
             }
         }
     }
 
     private mutating func unsubscribe(_ channel: ChannelID, effects: inout [EngineEffect]) {
-        guard let record = channels.removeValue(forKey: channel) else { return }
-        channelOrder.removeAll { $0 == channel }
+        guard let (lastState, leftovers) = channels.leave(channel) else { return }
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .unsubscribed))))
         let error = RealtimeError(.channelUnavailable, "the channel was left", context: .init(channel: channel))
-        failQueue(record.queue, with: error, effects: &effects)
-        for waiter in record.waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
-        switch record.state {
+        failWaitersAndQueue(leftovers, with: error, effects: &effects)
+        switch lastState {
         case .pending, .subscribed:
             if handshakeDone {
                 runMachine(effects: &effects) { $0.handle(.unsubscribe(channel), actions: &$1) }
@@ -471,28 +432,11 @@ struct SessionCore: Sendable {
         default:
             break
         }
-        guard let record = channels[channel] else {
-            return RealtimeError(.channelUnavailable, "the channel was not joined", context: .init(channel: channel))
-        }
-        switch record.state {
-        case .failed(let error), .ended(let error):
-            return RealtimeError(.channelUnavailable, "the channel is unavailable: \(error.message)",
-                                 context: .init(channel: channel, detail: error.description))
-        default:
-            return nil
-        }
-    }
-
-    /// The error for a send that does not fit the bounded buffer, or `nil` when it fits.
-    private func bufferFull(for channel: ChannelID) -> RealtimeError? {
-        guard bufferedCount >= sendBufferLimit else { return nil }
-        return RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
-                             context: .init(channel: channel))
+        return channels.unavailability(of: channel)
     }
 
     private func canSendNow(on channel: ChannelID) -> Bool {
-        guard handshakeDone, case .subscribed = channels[channel]?.state else { return false }
-        return true
+        handshakeDone && channels.isSubscribed(channel)
     }
 
     private mutating func send(_ message: OutgoingMessage, operation: UInt64, _ completion: @escaping Completion<Void>,
@@ -510,14 +454,12 @@ struct SessionCore: Sendable {
             effects.append(.complete { completion(.success(())) })
             return
         }
-        if let error = bufferFull(for: message.channel) {
+        if let error = channels.overflow(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
-        let serial = operation
-        channels[message.channel]?.queue.append(BufferedSend(message: message, kind: .send(serial: serial, completion)))
-        bufferedCount += 1
-        schedule(.sendDeadline(serial), after: sendTimeout, effects: &effects)
+        channels.buffer(message, as: .send(serial: operation, completion))
+        schedule(.sendDeadline(operation), after: sendTimeout, effects: &effects)
     }
 
     /// Hands `message` to the machine and completes the send with what the machine made of it.
@@ -543,13 +485,12 @@ struct SessionCore: Sendable {
             runMachine(effects: &effects) { $0.handle(.request(message, id), actions: &$1) }
             return
         }
-        if let error = bufferFull(for: message.channel) {
+        if let error = channels.overflow(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
         requests[id] = PendingRequest(completion: completion, sentOn: nil)
-        channels[message.channel]?.queue.append(BufferedSend(message: message, kind: .request(id)))
-        bufferedCount += 1
+        channels.buffer(message, as: .request(id))
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
     }
 
@@ -608,31 +549,15 @@ struct SessionCore: Sendable {
             }
             return true
         }
-        for channel in channelOrder {
-            if let index = channels[channel]?.waiters.firstIndex(where: { $0.operation == operation }) {
-                let waiter = channels[channel]!.waiters.remove(at: index)
-                effects.append(.complete { waiter.completion(.failure(cancelled)) })
-                return true
-            }
-            guard let index = channels[channel]?.queue.firstIndex(where: { item in
-                switch item.kind {
-                case .send(let serial, _): serial == operation
-                case .request(let id): id == RequestID(operation)
-                }
-            }) else { continue }
-            let item = channels[channel]!.queue.remove(at: index)
-            bufferedCount -= 1
-            switch item.kind {
-            case .send(let serial, let completion):
-                cancel(.sendDeadline(serial), effects: &effects)
-                effects.append(.complete { completion(.failure(cancelled)) })
-            case .request(let id):
-                cancel(.requestDeadline(id), effects: &effects)
-                if let pending = requests.removeValue(forKey: id) {
-                    effects.append(.complete { pending.completion(.failure(cancelled)) })
-                }
-            }
+        switch channels.withdraw(operation) {
+        case .waiter(let waiter):
+            effects.append(.complete { waiter.completion(.failure(cancelled)) })
             return true
+        case .buffered(let item):
+            failQueue([item], with: cancelled, effects: &effects)
+            return true
+        case nil:
+            break
         }
         let id = RequestID(operation)
         if let pending = requests.removeValue(forKey: id) {
@@ -733,11 +658,8 @@ struct SessionCore: Sendable {
         cancel(.stability, effects: &effects)
         liveness.stop()
         unchargedBytes = 0
-        subscriptionPayloads = [:]
         connectionID = nil
-        for channel in channelOrder {
-            if case .subscribed = channels[channel]?.state { channels[channel]?.state = .pending }
-        }
+        channels.connectionLost()
         // Answers to requests written on the old connection can no longer arrive.
         let lost = requests.filter { $0.value.sentOn != nil }
         for (id, pending) in lost {
@@ -790,15 +712,8 @@ struct SessionCore: Sendable {
     /// Fails every buffered send, request and waiter.
     private mutating func abandonPendingWork(with error: RealtimeError, connectError: RealtimeError? = nil,
                                              effects: inout [EngineEffect]) {
-        for channel in channelOrder {
-            guard var record = channels[channel] else { continue }
-            let queue = record.queue
-            record.queue = []
-            let waiters = record.waiters
-            record.waiters = []
-            channels[channel] = record
-            failQueue(queue, with: error, effects: &effects)
-            for waiter in waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
+        for leftovers in channels.takeAllLeftovers() {
+            failWaitersAndQueue(leftovers, with: error, effects: &effects)
         }
         for (id, pending) in requests {
             cancel(.requestDeadline(id), effects: &effects)
@@ -806,13 +721,19 @@ struct SessionCore: Sendable {
         }
         requests = [:]
         customQueue = []
-        bufferedCount = 0
         completeConnectWaiters(.failure(connectError ?? error), effects: &effects)
     }
 
-    private mutating func failQueue(_ queue: [BufferedSend], with error: RealtimeError, effects: inout [EngineEffect]) {
+    /// Fails the buffered sends and the `subscribed()` waiters a channel held.
+    private mutating func failWaitersAndQueue(_ leftovers: ChannelTable.Leftovers, with error: RealtimeError,
+                                             effects: inout [EngineEffect]) {
+        failQueue(leftovers.queue, with: error, effects: &effects)
+        for waiter in leftovers.waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
+    }
+
+    private mutating func failQueue(_ queue: [ChannelTable.BufferedSend], with error: RealtimeError,
+                                    effects: inout [EngineEffect]) {
         for item in queue {
-            bufferedCount -= 1
             switch item.kind {
             case .send(let serial, let completion):
                 cancel(.sendDeadline(serial), effects: &effects)
@@ -855,20 +776,10 @@ struct SessionCore: Sendable {
         case .stability:
             if handshakeDone { reconnect.startOver() }
         case .sendDeadline(let serial):
-            for channel in channelOrder {
-                guard let index = channels[channel]?.queue.firstIndex(where: {
-                    if case .send(serial, _) = $0.kind { return true }
-                    return false
-                }) else { continue }
-                let item = channels[channel]!.queue.remove(at: index)
-                bufferedCount -= 1
-                if case .send(_, let completion) = item.kind {
-                    let error = RealtimeError(.timedOut, "the send waited \(sendTimeout) without a connection",
-                                              context: .init(channel: channel))
-                    effects.append(.complete { completion(.failure(error)) })
-                }
-                return
-            }
+            guard let (channel, completion) = channels.removeBufferedSend(serial: serial) else { return }
+            let error = RealtimeError(.timedOut, "the send waited \(sendTimeout) without a connection",
+                                      context: .init(channel: channel))
+            effects.append(.complete { completion(.failure(error)) })
         case .requestDeadline(let id):
             guard let pending = requests.removeValue(forKey: id) else { return }
             if pending.sentOn != nil, pending.sentOn == currentConnection {
@@ -876,16 +787,7 @@ struct SessionCore: Sendable {
             }
             if pending.sentOn == nil {
                 customQueue.removeAll { $0 == id }
-                for channel in channelOrder {
-                    if let index = channels[channel]?.queue.firstIndex(where: {
-                        if case .request(id) = $0.kind { return true }
-                        return false
-                    }) {
-                        channels[channel]?.queue.remove(at: index)
-                        bufferedCount -= 1
-                        break
-                    }
-                }
+                channels.removeBufferedRequest(id)
             }
             let error = RealtimeError(.timedOut, "no answer to request \(id) in time")
             effects.append(.complete { pending.completion(.failure(error)) })
@@ -966,13 +868,13 @@ struct SessionCore: Sendable {
             case .subscribed(let channel, let recovered):
                 channelSubscribed(channel, recovered: recovered, effects: &effects)
             case .subscriptionPayload(let channel, let payload):
-                subscriptionPayloads[channel] = payload
+                channels.storePayload(payload, for: channel)
             case .subscriptionFailed(let channel, let error):
                 channelStopped(channel, state: .failed(error), error: error, effects: &effects)
             case .channelEnded(let channel, let error):
                 channelStopped(channel, state: .ended(error), error: error, effects: &effects)
             case .channelPending(let channel):
-                if channels[channel] != nil { channels[channel]?.state = .pending }
+                channels.markPending(channel)
             case .resolveRequest(let id, let result):
                 guard let pending = requests.removeValue(forKey: id) else { continue }
                 cancel(.requestDeadline(id), effects: &effects)
@@ -1023,9 +925,8 @@ struct SessionCore: Sendable {
         connectionID = id
         setState(.connected, effects: &effects)
         completeConnectWaiters(.success(()), effects: &effects)
-        for channel in channelOrder {
-            guard let record = channels[channel] else { continue }
-            if case .pending = record.state {
+        for channel in channels.order {
+            if case .pending = channels.state(of: channel) {
                 runMachine(effects: &effects) { $0.handle(.subscribe(channel), actions: &$1) }
             }
         }
@@ -1043,20 +944,10 @@ struct SessionCore: Sendable {
     }
 
     private mutating func channelSubscribed(_ channel: ChannelID, recovered: Bool?, effects: inout [EngineEffect]) {
-        guard var record = channels[channel] else { return }
-        let info = SubscriptionInfo(isResubscription: record.everSubscribed, recovered: recovered,
-                                    serverPayload: subscriptionPayloads.removeValue(forKey: channel))
-        record.everSubscribed = true
-        record.state = .subscribed(recovered: recovered)
-        let waiters = record.waiters
-        let queue = record.queue
-        record.waiters = []
-        record.queue = []
-        channels[channel] = record
-        for waiter in waiters { effects.append(.complete { waiter.completion(.success(recovered)) }) }
+        guard let (info, leftovers) = channels.markSubscribed(channel, recovered: recovered) else { return }
+        for waiter in leftovers.waiters { effects.append(.complete { waiter.completion(.success(recovered)) }) }
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .subscribed(info)))))
-        for item in queue {
-            bufferedCount -= 1
+        for item in leftovers.queue {
             switch item.kind {
             case .send(let serial, let completion):
                 cancel(.sendDeadline(serial), effects: &effects)
@@ -1072,15 +963,8 @@ struct SessionCore: Sendable {
 
     private mutating func channelStopped(_ channel: ChannelID, state newState: ChannelState, error: RealtimeError,
                                          effects: inout [EngineEffect]) {
-        guard var record = channels[channel] else { return }
-        record.state = newState
-        let waiters = record.waiters
-        let queue = record.queue
-        record.waiters = []
-        record.queue = []
-        channels[channel] = record
-        failQueue(queue, with: error, effects: &effects)
-        for waiter in waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
+        guard let leftovers = channels.markStopped(channel, as: newState) else { return }
+        failWaitersAndQueue(leftovers, with: error, effects: &effects)
         effects.append(.deliver(.error(error)))
         let kind: ChannelLifecycleEvent.Kind = if case .ended = newState { .endedByServer(error) } else { .rejected(error) }
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: kind))))
