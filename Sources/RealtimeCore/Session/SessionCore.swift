@@ -76,14 +76,6 @@ struct SessionCore: Sendable {
         case open(UInt64, handshakeDone: Bool)
     }
 
-    private struct PendingRequest: Sendable {
-        var completion: Completion<[JSONValue]>
-        /// The connection the request was written on; `nil` while buffered.
-        var sentOn: UInt64?
-        /// For dialect-specific commands waiting for the connection.
-        var custom: (name: String, payload: JSONValue)?
-    }
-
     // Configuration
     private let connectTimeout: Duration
     private let sendTimeout: Duration
@@ -100,12 +92,8 @@ struct SessionCore: Sendable {
     /// Attempts that failed since the oldest waiting `connect()` call began, for its timeout message.
     private var failedAttemptsWhileWaiting = 0
     private var channels: ChannelTable
-    private var requests: [RequestID: PendingRequest] = [:]
-    private var customQueue: [RequestID] = []
+    private var requests = PendingRequests()
     private var nextSerial: UInt64 = 0
-    /// Cancellations that arrived before their operation (the task was cancelled while submitting it);
-    /// the newest 64 are kept.
-    private var earlyCancellations: [UInt64] = []
     private var timerSerials: [EngineTimer: UInt64] = [:]
     private var liveness = LivenessMonitor()
     /// Bytes of frames received since the last delivered event, charged to the next one.
@@ -480,7 +468,7 @@ struct SessionCore: Sendable {
         }
         let id = RequestID(operation)
         if canSendNow(on: message.channel) {
-            requests[id] = PendingRequest(completion: completion, sentOn: currentConnection)
+            requests.add(id, sentOn: currentConnection, completion)
             schedule(.requestDeadline(id), after: timeout, effects: &effects)
             runMachine(effects: &effects) { $0.handle(.request(message, id), actions: &$1) }
             return
@@ -489,7 +477,7 @@ struct SessionCore: Sendable {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
-        requests[id] = PendingRequest(completion: completion, sentOn: nil)
+        requests.add(id, sentOn: nil, completion)
         channels.buffer(message, as: .request(id))
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
     }
@@ -508,11 +496,10 @@ struct SessionCore: Sendable {
         let id = RequestID(operation)
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
         if handshakeDone {
-            requests[id] = PendingRequest(completion: completion, sentOn: currentConnection)
+            requests.add(id, sentOn: currentConnection, completion)
             runMachine(effects: &effects) { $0.handle(.custom(name: name, payload: payload, id), actions: &$1) }
         } else {
-            requests[id] = PendingRequest(completion: completion, sentOn: nil, custom: (name, payload))
-            customQueue.append(id)
+            requests.addCustom(id, name: name, payload: payload, completion)
         }
     }
 
@@ -524,15 +511,13 @@ struct SessionCore: Sendable {
     /// cannot be taken back and completes as it would have.
     private mutating func cancelOperation(_ operation: UInt64, effects: inout [EngineEffect]) {
         guard !withdraw(operation, effects: &effects) else { return }
-        earlyCancellations.append(operation)
-        if earlyCancellations.count > 64 { earlyCancellations.removeFirst() }
+        requests.rememberEarlyCancellation(operation)
     }
 
     /// Answers an operation whose cancellation arrived first, and reports whether it did.
     private mutating func takeEarlyCancellation<Value>(_ operation: UInt64, effects: inout [EngineEffect],
                                                        _ completion: @escaping Completion<Value>) -> Bool {
-        guard operation != 0, let index = earlyCancellations.firstIndex(of: operation) else { return false }
-        earlyCancellations.remove(at: index)
+        guard requests.takeEarlyCancellation(operation) else { return false }
         effects.append(.complete { completion(.failure(RealtimeError(.cancelled, "the task was cancelled"))) })
         return true
     }
@@ -560,9 +545,8 @@ struct SessionCore: Sendable {
             break
         }
         let id = RequestID(operation)
-        if let pending = requests.removeValue(forKey: id) {
+        if let pending = requests.remove(id) {
             cancel(.requestDeadline(id), effects: &effects)
-            customQueue.removeAll { $0 == id }
             if pending.sentOn != nil, case .open(_, true) = phase {
                 runMachine(effects: &effects) { $0.handle(.cancelRequest(id), actions: &$1) }
             }
@@ -661,9 +645,7 @@ struct SessionCore: Sendable {
         connectionID = nil
         channels.connectionLost()
         // Answers to requests written on the old connection can no longer arrive.
-        let lost = requests.filter { $0.value.sentOn != nil }
-        for (id, pending) in lost {
-            requests[id] = nil
+        for (id, pending) in requests.removeWritten() {
             cancel(.requestDeadline(id), effects: &effects)
             let error = RealtimeError(.connectionClosed, "the connection closed before the answer arrived")
             effects.append(.complete { pending.completion(.failure(error)) })
@@ -715,12 +697,10 @@ struct SessionCore: Sendable {
         for leftovers in channels.takeAllLeftovers() {
             failWaitersAndQueue(leftovers, with: error, effects: &effects)
         }
-        for (id, pending) in requests {
+        for (id, pending) in requests.removeAll() {
             cancel(.requestDeadline(id), effects: &effects)
             effects.append(.complete { pending.completion(.failure(error)) })
         }
-        requests = [:]
-        customQueue = []
         completeConnectWaiters(.failure(connectError ?? error), effects: &effects)
     }
 
@@ -740,7 +720,7 @@ struct SessionCore: Sendable {
                 effects.append(.complete { completion(.failure(error)) })
             case .request(let id):
                 cancel(.requestDeadline(id), effects: &effects)
-                if let pending = requests.removeValue(forKey: id) {
+                if let pending = requests.remove(id) {
                     effects.append(.complete { pending.completion(.failure(error)) })
                 }
             }
@@ -781,14 +761,11 @@ struct SessionCore: Sendable {
                                       context: .init(channel: channel))
             effects.append(.complete { completion(.failure(error)) })
         case .requestDeadline(let id):
-            guard let pending = requests.removeValue(forKey: id) else { return }
+            guard let pending = requests.remove(id) else { return }
             if pending.sentOn != nil, pending.sentOn == currentConnection {
                 runMachine(effects: &effects) { $0.handle(.cancelRequest(id), actions: &$1) }
             }
-            if pending.sentOn == nil {
-                customQueue.removeAll { $0 == id }
-                channels.removeBufferedRequest(id)
-            }
+            if pending.sentOn == nil { channels.removeBufferedRequest(id) }
             let error = RealtimeError(.timedOut, "no answer to request \(id) in time")
             effects.append(.complete { pending.completion(.failure(error)) })
         case .dialect(let key):
@@ -876,7 +853,7 @@ struct SessionCore: Sendable {
             case .channelPending(let channel):
                 channels.markPending(channel)
             case .resolveRequest(let id, let result):
-                guard let pending = requests.removeValue(forKey: id) else { continue }
+                guard let pending = requests.remove(id) else { continue }
                 cancel(.requestDeadline(id), effects: &effects)
                 effects.append(.complete { pending.completion(result) })
             case .liveness(let rule):
@@ -930,13 +907,8 @@ struct SessionCore: Sendable {
                 runMachine(effects: &effects) { $0.handle(.subscribe(channel), actions: &$1) }
             }
         }
-        let queued = customQueue
-        customQueue = []
-        for id in queued {
-            guard var pending = requests[id], let command = pending.custom else { continue }
-            pending.sentOn = connection
-            pending.custom = nil
-            requests[id] = pending
+        for id in requests.takeCustomQueue() {
+            guard let command = requests.writeCustom(id, on: connection) else { continue }
             runMachine(effects: &effects) {
                 $0.handle(.custom(name: command.name, payload: command.payload, id), actions: &$1)
             }
@@ -953,9 +925,7 @@ struct SessionCore: Sendable {
                 cancel(.sendDeadline(serial), effects: &effects)
                 sendNow(item.message, completion, effects: &effects)
             case .request(let id):
-                guard requests[id] != nil else { continue }
-                let connection = currentConnection
-                requests[id]?.sentOn = connection
+                guard requests.markWritten(id, on: currentConnection) else { continue }
                 runMachine(effects: &effects) { $0.handle(.request(item.message, id), actions: &$1) }
             }
         }
