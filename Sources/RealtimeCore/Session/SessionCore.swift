@@ -76,67 +76,28 @@ struct SessionCore: Sendable {
         case open(UInt64, handshakeDone: Bool)
     }
 
-    private struct BufferedSend: Sendable {
-        enum Kind: Sendable {
-            case send(serial: UInt64, Completion<Void>)
-            case request(RequestID)
-        }
-        var message: OutgoingMessage
-        var kind: Kind
-    }
-
-    private struct ChannelRecord: Sendable {
-        var state: ChannelState = .pending
-        var queue: [BufferedSend] = []
-        var waiters: [(operation: UInt64, completion: Completion<Bool?>)] = []
-        /// Confirmed at least once: the next confirmation is a resubscription.
-        var everSubscribed = false
-    }
-
-    private struct PendingRequest: Sendable {
-        var completion: Completion<[JSONValue]>
-        /// The connection the request was written on; `nil` while buffered.
-        var sentOn: UInt64?
-        /// For dialect-specific commands waiting for the connection.
-        var custom: (name: String, payload: JSONValue)?
-    }
-
     // Configuration
-    private let policy: ReconnectPolicy
     private let connectTimeout: Duration
-    private let sendBufferLimit: Int
     private let sendTimeout: Duration
 
     // State
     private var machine: any DialectMachine
-    private var random: EngineRandom
     private(set) var state: ConnectionState = .initialized
     private(set) var connectionID: String?
     private var phase: Phase = .idle
     private var connectionCounter: UInt64 = 0
-    private var attempt = 0
-    private var firstFailureAt: Duration?
+    private var reconnect: ReconnectAccounting
     /// `connect()` callers waiting for `.connected`, each with the serial of its deadline timer.
     private var connectWaiters: [(serial: UInt64, completion: Completion<Void>)] = []
     /// Attempts that failed since the oldest waiting `connect()` call began, for its timeout message.
     private var failedAttemptsWhileWaiting = 0
-    private var channels: [ChannelID: ChannelRecord] = [:]
-    private var channelOrder: [ChannelID] = []
-    private var requests: [RequestID: PendingRequest] = [:]
-    private var customQueue: [RequestID] = []
-    private var bufferedCount = 0
+    private var channels: ChannelTable
+    private var requests = PendingRequests()
     private var nextSerial: UInt64 = 0
-    /// Cancellations that arrived before their operation (the task was cancelled while submitting it);
-    /// the newest 64 are kept.
-    private var earlyCancellations: [UInt64] = []
     private var timerSerials: [EngineTimer: UInt64] = [:]
-    private var liveness: LivenessRule = .none
-    private var lastReceivedAt: Duration = .zero
-    private var pingSentAt: Duration?
+    private var liveness = LivenessMonitor()
     /// Bytes of frames received since the last delivered event, charged to the next one.
     private var unchargedBytes = 0
-    /// What the server sent with a confirmation that is about to be reported (`.subscriptionPayload`).
-    private var subscriptionPayloads: [ChannelID: JSONValue] = [:]
     /// Set when the machine refuses the `.send` it is handling.
     private var sendRefusal: RealtimeError?
     private var actions: [DialectAction] = []
@@ -157,25 +118,20 @@ struct SessionCore: Sendable {
          defaultChannels: [ChannelID]) {
         self.dialect = dialect
         self.machine = machine
-        self.policy = policy
+        reconnect = ReconnectAccounting(policy: policy, random: options.randomSource)
         connectTimeout = options.connectTimeout
-        sendBufferLimit = options.sendBufferLimit
         sendTimeout = options.sendTimeout
-        random = EngineRandom(options.randomSource)
-        for channel in defaultChannels where channels[channel] == nil {
-            channels[channel] = ChannelRecord()
-            channelOrder.append(channel)
-        }
+        channels = ChannelTable(joined: defaultChannels, sendBufferLimit: options.sendBufferLimit)
     }
 
     /// The current state of `channel`, or `nil` when the app never joined it.
-    func channelState(_ channel: ChannelID) -> ChannelState? { channels[channel]?.state }
+    func channelState(_ channel: ChannelID) -> ChannelState? { channels.state(of: channel) }
 
     /// Channels the session holds, in the order they were joined.
-    var joinedChannels: [ChannelID] { channelOrder }
+    var joinedChannels: [ChannelID] { channels.order }
 
     /// Sends and requests waiting for the connection or their channel.
-    var bufferedSendCount: Int { bufferedCount }
+    var bufferedSendCount: Int { channels.bufferedCount }
 
     private var handshakeDone: Bool {
         if case .open(_, true) = phase { return true }
@@ -272,8 +228,7 @@ struct SessionCore: Sendable {
             if let completion { addConnectWaiter(completion, timeout: timeout, operation: operation, effects: &effects) }
         case .initialized, .disconnected, .failed:
             if let completion { addConnectWaiter(completion, timeout: timeout, operation: operation, effects: &effects) }
-            attempt = 0
-            firstFailureAt = nil
+            reconnect.startOver()
             if networkAvailable {
                 startAttempt(effects: &effects)
             } else {
@@ -353,8 +308,7 @@ struct SessionCore: Sendable {
     /// A fresh backoff and an attempt at once.
     private mutating func retryNow(effects: inout [EngineEffect]) {
         cancel(.reconnect, effects: &effects)
-        attempt = 0
-        firstFailureAt = nil
+        reconnect.startOver()
         effects.append(.log(.info, "reconnecting now"))
         startAttempt(effects: &effects)
     }
@@ -363,17 +317,7 @@ struct SessionCore: Sendable {
     /// against its deadline (server-ping dialects); a dead link ends as a liveness timeout.
     private mutating func probeLink(effects: inout [EngineEffect]) {
         guard case .open(let connection, true) = phase else { return }
-        switch liveness {
-        case .none:
-            return
-        case .serverPings:
-            checkLiveness(effects: &effects)
-        case .clientPings(_, let timeout, let ping):
-            guard pingSentAt == nil else { return }  // one is in flight already
-            pingSentAt = now
-            effects.append(.send(connection: connection, [ping]))
-            schedule(.liveness, after: timeout, effects: &effects)
-        }
+        follow(liveness.probe(at: now), on: connection, effects: &effects)
     }
 
     private mutating func startAttempt(effects: inout [EngineEffect]) {
@@ -381,7 +325,7 @@ struct SessionCore: Sendable {
         phase = .preparing(connectionCounter)
         setState(.connecting, effects: &effects)
         schedule(.handshake, after: connectTimeout, effects: &effects)
-        switch dialect.connectionRequest(attempt: attempt) {
+        switch dialect.connectionRequest(attempt: reconnect.attempt) {
         case .ready(let request):
             handle(.requestPrepared(connection: connectionCounter, .success(request)), effects: &effects)
         case .deferred(let prepare):
@@ -420,31 +364,20 @@ struct SessionCore: Sendable {
     }
 
     private mutating func subscribe(_ channel: ChannelID, effects: inout [EngineEffect]) {
-        if var record = channels[channel] {
-            switch record.state {
-            case .pending, .subscribed: return
-            case .failed, .ended, .left:
-                record.state = .pending
-                channels[channel] = record
-            }
-        } else {
-            channels[channel] = ChannelRecord()
-            channelOrder.append(channel)
-        }
-        if handshakeDone {
+        if channels.join(channel), handshakeDone {
             runMachine(effects: &effects) { $0.handle(.subscribe(channel), actions: &$1) }
         }
     }
 
     private mutating func awaitSubscription(_ channel: ChannelID, operation: UInt64,
                                             _ completion: @escaping Completion<Bool?>, effects: inout [EngineEffect]) {
-        guard let record = channels[channel] else {
+        guard let channelState = channels.state(of: channel) else {
             let error = RealtimeError(.channelUnavailable, "the channel was not joined",
                                       context: .init(channel: channel))
             effects.append(.complete { completion(.failure(error)) })
             return
         }
-        switch record.state {
+        switch channelState {
         case .subscribed(let recovered):
             effects.append(.complete { completion(.success(recovered)) })
         case .failed(let error), .ended(let error):
@@ -456,19 +389,17 @@ struct SessionCore: Sendable {
             if case .failed(let error) = state {
                 effects.append(.complete { completion(.failure(error)) })
             } else {
-                channels[channel]?.waiters.append((operation, completion))
+                channels.addWaiter(.init(operation: operation, completion: completion), to: channel)
             }
         }
     }
 
     private mutating func unsubscribe(_ channel: ChannelID, effects: inout [EngineEffect]) {
-        guard let record = channels.removeValue(forKey: channel) else { return }
-        channelOrder.removeAll { $0 == channel }
+        guard let (lastState, leftovers) = channels.leave(channel) else { return }
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .unsubscribed))))
         let error = RealtimeError(.channelUnavailable, "the channel was left", context: .init(channel: channel))
-        failQueue(record.queue, with: error, effects: &effects)
-        for waiter in record.waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
-        switch record.state {
+        failWaitersAndQueue(leftovers, with: error, effects: &effects)
+        switch lastState {
         case .pending, .subscribed:
             if handshakeDone {
                 runMachine(effects: &effects) { $0.handle(.unsubscribe(channel), actions: &$1) }
@@ -489,28 +420,11 @@ struct SessionCore: Sendable {
         default:
             break
         }
-        guard let record = channels[channel] else {
-            return RealtimeError(.channelUnavailable, "the channel was not joined", context: .init(channel: channel))
-        }
-        switch record.state {
-        case .failed(let error), .ended(let error):
-            return RealtimeError(.channelUnavailable, "the channel is unavailable: \(error.message)",
-                                 context: .init(channel: channel, detail: error.description))
-        default:
-            return nil
-        }
-    }
-
-    /// The error for a send that does not fit the bounded buffer, or `nil` when it fits.
-    private func bufferFull(for channel: ChannelID) -> RealtimeError? {
-        guard bufferedCount >= sendBufferLimit else { return nil }
-        return RealtimeError(.bufferFull, "the send buffer holds \(sendBufferLimit) messages already",
-                             context: .init(channel: channel))
+        return channels.unavailability(of: channel)
     }
 
     private func canSendNow(on channel: ChannelID) -> Bool {
-        guard handshakeDone, case .subscribed = channels[channel]?.state else { return false }
-        return true
+        handshakeDone && channels.isSubscribed(channel)
     }
 
     private mutating func send(_ message: OutgoingMessage, operation: UInt64, _ completion: @escaping Completion<Void>,
@@ -528,14 +442,12 @@ struct SessionCore: Sendable {
             effects.append(.complete { completion(.success(())) })
             return
         }
-        if let error = bufferFull(for: message.channel) {
+        if let error = channels.overflow(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
-        let serial = operation
-        channels[message.channel]?.queue.append(BufferedSend(message: message, kind: .send(serial: serial, completion)))
-        bufferedCount += 1
-        schedule(.sendDeadline(serial), after: sendTimeout, effects: &effects)
+        channels.buffer(message, as: .send(serial: operation, completion))
+        schedule(.sendDeadline(operation), after: sendTimeout, effects: &effects)
     }
 
     /// Hands `message` to the machine and completes the send with what the machine made of it.
@@ -556,18 +468,17 @@ struct SessionCore: Sendable {
         }
         let id = RequestID(operation)
         if canSendNow(on: message.channel) {
-            requests[id] = PendingRequest(completion: completion, sentOn: currentConnection)
+            requests.add(id, sentOn: currentConnection, completion)
             schedule(.requestDeadline(id), after: timeout, effects: &effects)
             runMachine(effects: &effects) { $0.handle(.request(message, id), actions: &$1) }
             return
         }
-        if let error = bufferFull(for: message.channel) {
+        if let error = channels.overflow(for: message.channel) {
             effects.append(.complete { completion(.failure(error)) })
             return
         }
-        requests[id] = PendingRequest(completion: completion, sentOn: nil)
-        channels[message.channel]?.queue.append(BufferedSend(message: message, kind: .request(id)))
-        bufferedCount += 1
+        requests.add(id, sentOn: nil, completion)
+        channels.buffer(message, as: .request(id))
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
     }
 
@@ -585,11 +496,10 @@ struct SessionCore: Sendable {
         let id = RequestID(operation)
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
         if handshakeDone {
-            requests[id] = PendingRequest(completion: completion, sentOn: currentConnection)
+            requests.add(id, sentOn: currentConnection, completion)
             runMachine(effects: &effects) { $0.handle(.custom(name: name, payload: payload, id), actions: &$1) }
         } else {
-            requests[id] = PendingRequest(completion: completion, sentOn: nil, custom: (name, payload))
-            customQueue.append(id)
+            requests.addCustom(id, name: name, payload: payload, completion)
         }
     }
 
@@ -601,15 +511,13 @@ struct SessionCore: Sendable {
     /// cannot be taken back and completes as it would have.
     private mutating func cancelOperation(_ operation: UInt64, effects: inout [EngineEffect]) {
         guard !withdraw(operation, effects: &effects) else { return }
-        earlyCancellations.append(operation)
-        if earlyCancellations.count > 64 { earlyCancellations.removeFirst() }
+        requests.rememberEarlyCancellation(operation)
     }
 
     /// Answers an operation whose cancellation arrived first, and reports whether it did.
     private mutating func takeEarlyCancellation<Value>(_ operation: UInt64, effects: inout [EngineEffect],
                                                        _ completion: @escaping Completion<Value>) -> Bool {
-        guard operation != 0, let index = earlyCancellations.firstIndex(of: operation) else { return false }
-        earlyCancellations.remove(at: index)
+        guard requests.takeEarlyCancellation(operation) else { return false }
         effects.append(.complete { completion(.failure(RealtimeError(.cancelled, "the task was cancelled"))) })
         return true
     }
@@ -626,36 +534,19 @@ struct SessionCore: Sendable {
             }
             return true
         }
-        for channel in channelOrder {
-            if let index = channels[channel]?.waiters.firstIndex(where: { $0.operation == operation }) {
-                let waiter = channels[channel]!.waiters.remove(at: index)
-                effects.append(.complete { waiter.completion(.failure(cancelled)) })
-                return true
-            }
-            guard let index = channels[channel]?.queue.firstIndex(where: { item in
-                switch item.kind {
-                case .send(let serial, _): serial == operation
-                case .request(let id): id == RequestID(operation)
-                }
-            }) else { continue }
-            let item = channels[channel]!.queue.remove(at: index)
-            bufferedCount -= 1
-            switch item.kind {
-            case .send(let serial, let completion):
-                cancel(.sendDeadline(serial), effects: &effects)
-                effects.append(.complete { completion(.failure(cancelled)) })
-            case .request(let id):
-                cancel(.requestDeadline(id), effects: &effects)
-                if let pending = requests.removeValue(forKey: id) {
-                    effects.append(.complete { pending.completion(.failure(cancelled)) })
-                }
-            }
+        switch channels.withdraw(operation) {
+        case .waiter(let waiter):
+            effects.append(.complete { waiter.completion(.failure(cancelled)) })
             return true
+        case .buffered(let item):
+            failQueue([item], with: cancelled, effects: &effects)
+            return true
+        case nil:
+            break
         }
         let id = RequestID(operation)
-        if let pending = requests.removeValue(forKey: id) {
+        if let pending = requests.remove(id) {
             cancel(.requestDeadline(id), effects: &effects)
-            customQueue.removeAll { $0 == id }
             if pending.sentOn != nil, case .open(_, true) = phase {
                 runMachine(effects: &effects) { $0.handle(.cancelRequest(id), actions: &$1) }
             }
@@ -673,11 +564,11 @@ struct SessionCore: Sendable {
         case .opened(let info):
             guard phase == .opening(connection) else { return }
             phase = .open(connection, handshakeDone: false)
-            lastReceivedAt = now
+            liveness.received(at: now)
             runMachine(effects: &effects) { $0.connectionOpened(info, actions: &$1) }
         case .received(let frames):
             guard case .open = phase else { return }
-            lastReceivedAt = now
+            liveness.received(at: now)
             for frame in frames {
                 unchargedBytes += frame.byteCount
                 runMachine(effects: &effects) { $0.received(frame, actions: &$1) }
@@ -749,18 +640,12 @@ struct SessionCore: Sendable {
             if case .dialect = timer { cancel(timer, effects: &effects) }
         }
         cancel(.stability, effects: &effects)
-        liveness = .none
-        pingSentAt = nil
+        liveness.stop()
         unchargedBytes = 0
-        subscriptionPayloads = [:]
         connectionID = nil
-        for channel in channelOrder {
-            if case .subscribed = channels[channel]?.state { channels[channel]?.state = .pending }
-        }
+        channels.connectionLost()
         // Answers to requests written on the old connection can no longer arrive.
-        let lost = requests.filter { $0.value.sentOn != nil }
-        for (id, pending) in lost {
-            requests[id] = nil
+        for (id, pending) in requests.removeWritten() {
             cancel(.requestDeadline(id), effects: &effects)
             let error = RealtimeError(.connectionClosed, "the connection closed before the answer arrived")
             effects.append(.complete { pending.completion(.failure(error)) })
@@ -772,34 +657,28 @@ struct SessionCore: Sendable {
         case .terminal(let error):
             fail(error, effects: &effects)
         case .reconnectImmediately:
-            // Only after a stable connection: a server asking for it again and again gets the backoff.
-            scheduleReconnect(immediately: attempt == 0, minimum: .zero, effects: &effects)
+            scheduleReconnect(skipDelayWhenFresh: true, minimum: .zero, effects: &effects)
         case .backoff(let minimum):
-            scheduleReconnect(immediately: false, minimum: minimum, effects: &effects)
+            scheduleReconnect(skipDelayWhenFresh: false, minimum: minimum, effects: &effects)
         }
     }
 
-    private mutating func scheduleReconnect(immediately: Bool, minimum: Duration, effects: inout [EngineEffect]) {
-        if firstFailureAt == nil { firstFailureAt = now }
-        guard policy.allowsAttempt(attempt, elapsed: now - (firstFailureAt ?? now)) else {
-            let message = policy.isEnabled
-                ? "gave up after \(attempt) reconnect attempts; last: \(lastEndDescription)"
-                : "the connection ended and reconnection is disabled; last: \(lastEndDescription)"
-            fail(RealtimeError(.sessionFailed, message), effects: &effects)
-            return
-        }
-        guard networkAvailable else {
+    private mutating func scheduleReconnect(skipDelayWhenFresh: Bool, minimum: Duration,
+                                            effects: inout [EngineEffect]) {
+        switch reconnect.next(at: now, minimum: minimum, skipDelayWhenFresh: skipDelayWhenFresh,
+                              networkAvailable: networkAvailable) {
+        case .giveUp(let reason):
+            fail(RealtimeError(.sessionFailed, "\(reason); last: \(lastEndDescription)"), effects: &effects)
+        case .waitForNetwork:
             setState(.waitingForNetwork, effects: &effects)
-            return
-        }
-        let delay = immediately ? .zero : policy.delay(forAttempt: attempt, minimum: minimum, using: &random)
-        attempt += 1
-        setState(.reconnecting(attempt: attempt, delay: delay, reason: lastEndReason), effects: &effects)
-        effects.append(.log(.info, "reconnect attempt \(attempt) in \(delay)"))
-        if delay <= .zero {
-            startAttempt(effects: &effects)
-        } else {
-            schedule(.reconnect, after: delay, effects: &effects)
+        case .retry(let attempt, let delay):
+            setState(.reconnecting(attempt: attempt, delay: delay, reason: lastEndReason), effects: &effects)
+            effects.append(.log(.info, "reconnect attempt \(attempt) in \(delay)"))
+            if delay <= .zero {
+                startAttempt(effects: &effects)
+            } else {
+                schedule(.reconnect, after: delay, effects: &effects)
+            }
         }
     }
 
@@ -815,36 +694,33 @@ struct SessionCore: Sendable {
     /// Fails every buffered send, request and waiter.
     private mutating func abandonPendingWork(with error: RealtimeError, connectError: RealtimeError? = nil,
                                              effects: inout [EngineEffect]) {
-        for channel in channelOrder {
-            guard var record = channels[channel] else { continue }
-            let queue = record.queue
-            record.queue = []
-            let waiters = record.waiters
-            record.waiters = []
-            channels[channel] = record
-            failQueue(queue, with: error, effects: &effects)
-            for waiter in waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
+        for leftovers in channels.takeAllLeftovers() {
+            failWaitersAndQueue(leftovers, with: error, effects: &effects)
         }
-        for (id, pending) in requests {
+        for (id, pending) in requests.removeAll() {
             cancel(.requestDeadline(id), effects: &effects)
             effects.append(.complete { pending.completion(.failure(error)) })
         }
-        requests = [:]
-        customQueue = []
-        bufferedCount = 0
         completeConnectWaiters(.failure(connectError ?? error), effects: &effects)
     }
 
-    private mutating func failQueue(_ queue: [BufferedSend], with error: RealtimeError, effects: inout [EngineEffect]) {
+    /// Fails the buffered sends and the `subscribed()` waiters a channel held.
+    private mutating func failWaitersAndQueue(_ leftovers: ChannelTable.Leftovers, with error: RealtimeError,
+                                             effects: inout [EngineEffect]) {
+        failQueue(leftovers.queue, with: error, effects: &effects)
+        for waiter in leftovers.waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
+    }
+
+    private mutating func failQueue(_ queue: [ChannelTable.BufferedSend], with error: RealtimeError,
+                                    effects: inout [EngineEffect]) {
         for item in queue {
-            bufferedCount -= 1
             switch item.kind {
             case .send(let serial, let completion):
                 cancel(.sendDeadline(serial), effects: &effects)
                 effects.append(.complete { completion(.failure(error)) })
             case .request(let id):
                 cancel(.requestDeadline(id), effects: &effects)
-                if let pending = requests.removeValue(forKey: id) {
+                if let pending = requests.remove(id) {
                     effects.append(.complete { pending.completion(.failure(error)) })
                 }
             }
@@ -878,40 +754,18 @@ struct SessionCore: Sendable {
         case .connectDeadline(let serial):
             connectDeadlinePassed(serial, effects: &effects)
         case .stability:
-            if handshakeDone { connectionProvedStable() }
+            if handshakeDone { reconnect.startOver() }
         case .sendDeadline(let serial):
-            for channel in channelOrder {
-                guard let index = channels[channel]?.queue.firstIndex(where: {
-                    if case .send(serial, _) = $0.kind { return true }
-                    return false
-                }) else { continue }
-                let item = channels[channel]!.queue.remove(at: index)
-                bufferedCount -= 1
-                if case .send(_, let completion) = item.kind {
-                    let error = RealtimeError(.timedOut, "the send waited \(sendTimeout) without a connection",
-                                              context: .init(channel: channel))
-                    effects.append(.complete { completion(.failure(error)) })
-                }
-                return
-            }
+            guard let (channel, completion) = channels.removeBufferedSend(serial: serial) else { return }
+            let error = RealtimeError(.timedOut, "the send waited \(sendTimeout) without a connection",
+                                      context: .init(channel: channel))
+            effects.append(.complete { completion(.failure(error)) })
         case .requestDeadline(let id):
-            guard let pending = requests.removeValue(forKey: id) else { return }
+            guard let pending = requests.remove(id) else { return }
             if pending.sentOn != nil, pending.sentOn == currentConnection {
                 runMachine(effects: &effects) { $0.handle(.cancelRequest(id), actions: &$1) }
             }
-            if pending.sentOn == nil {
-                customQueue.removeAll { $0 == id }
-                for channel in channelOrder {
-                    if let index = channels[channel]?.queue.firstIndex(where: {
-                        if case .request(id) = $0.kind { return true }
-                        return false
-                    }) {
-                        channels[channel]?.queue.remove(at: index)
-                        bufferedCount -= 1
-                        break
-                    }
-                }
-            }
+            if pending.sentOn == nil { channels.removeBufferedRequest(id) }
             let error = RealtimeError(.timedOut, "no answer to request \(id) in time")
             effects.append(.complete { pending.completion(.failure(error)) })
         case .dialect(let key):
@@ -922,33 +776,21 @@ struct SessionCore: Sendable {
 
     private mutating func checkLiveness(effects: inout [EngineEffect]) {
         guard case .open(let connection, _) = phase else { return }
-        switch liveness {
-        case .none:
+        follow(liveness.check(at: now), on: connection, effects: &effects)
+    }
+
+    /// Carries out what the liveness monitor concluded.
+    private mutating func follow(_ step: LivenessMonitor.Step, on connection: UInt64, effects: inout [EngineEffect]) {
+        switch step {
+        case .nothingToDo:
             return
-        case .serverPings(let interval, let grace):
-            let deadline = lastReceivedAt + interval + grace
-            if now >= deadline {
-                declareDead(connection, effects: &effects)
-            } else {
-                schedule(.liveness, after: deadline - now, effects: &effects)
-            }
-        case .clientPings(let idle, let timeout, let ping):
-            if let sentAt = pingSentAt {
-                if lastReceivedAt >= sentAt {
-                    pingSentAt = nil
-                    schedule(.liveness, after: max(.zero, lastReceivedAt + idle - now), effects: &effects)
-                } else if now >= sentAt + timeout {
-                    declareDead(connection, effects: &effects)
-                } else {
-                    schedule(.liveness, after: sentAt + timeout - now, effects: &effects)
-                }
-            } else if now >= lastReceivedAt + idle {
-                pingSentAt = now
-                effects.append(.send(connection: connection, [ping]))
-                schedule(.liveness, after: timeout, effects: &effects)
-            } else {
-                schedule(.liveness, after: lastReceivedAt + idle - now, effects: &effects)
-            }
+        case .dead:
+            declareDead(connection, effects: &effects)
+        case .ping(let frame, let checkAfter):
+            effects.append(.send(connection: connection, [frame]))
+            schedule(.liveness, after: checkAfter, effects: &effects)
+        case .checkAfter(let delay):
+            schedule(.liveness, after: delay, effects: &effects)
         }
     }
 
@@ -1003,20 +845,19 @@ struct SessionCore: Sendable {
             case .subscribed(let channel, let recovered):
                 channelSubscribed(channel, recovered: recovered, effects: &effects)
             case .subscriptionPayload(let channel, let payload):
-                subscriptionPayloads[channel] = payload
+                channels.storePayload(payload, for: channel)
             case .subscriptionFailed(let channel, let error):
                 channelStopped(channel, state: .failed(error), error: error, effects: &effects)
             case .channelEnded(let channel, let error):
                 channelStopped(channel, state: .ended(error), error: error, effects: &effects)
             case .channelPending(let channel):
-                if channels[channel] != nil { channels[channel]?.state = .pending }
+                channels.markPending(channel)
             case .resolveRequest(let id, let result):
-                guard let pending = requests.removeValue(forKey: id) else { continue }
+                guard let pending = requests.remove(id) else { continue }
                 cancel(.requestDeadline(id), effects: &effects)
                 effects.append(.complete { pending.completion(result) })
             case .liveness(let rule):
-                liveness = rule
-                pingSentAt = nil
+                liveness.adopt(rule)
                 if rule == .none {
                     cancel(.liveness, effects: &effects)
                 } else {
@@ -1053,61 +894,38 @@ struct SessionCore: Sendable {
         cancel(.handshake, effects: &effects)
         // A handshake alone proves little: a server that welcomes and then breaks the link must still
         // run into the policy's limits, so the count starts over only once the connection proves stable.
-        if policy.stabilityWindow > .zero {
-            schedule(.stability, after: policy.stabilityWindow, effects: &effects)
+        if let window = reconnect.stabilityWindow {
+            schedule(.stability, after: window, effects: &effects)
         } else {
-            connectionProvedStable()
+            reconnect.startOver()
         }
         connectionID = id
         setState(.connected, effects: &effects)
         completeConnectWaiters(.success(()), effects: &effects)
-        for channel in channelOrder {
-            guard let record = channels[channel] else { continue }
-            if case .pending = record.state {
+        for channel in channels.order {
+            if case .pending = channels.state(of: channel) {
                 runMachine(effects: &effects) { $0.handle(.subscribe(channel), actions: &$1) }
             }
         }
-        let queued = customQueue
-        customQueue = []
-        for id in queued {
-            guard var pending = requests[id], let command = pending.custom else { continue }
-            pending.sentOn = connection
-            pending.custom = nil
-            requests[id] = pending
+        for id in requests.takeCustomQueue() {
+            guard let command = requests.writeCustom(id, on: connection) else { continue }
             runMachine(effects: &effects) {
                 $0.handle(.custom(name: command.name, payload: command.payload, id), actions: &$1)
             }
         }
     }
 
-    private mutating func connectionProvedStable() {
-        attempt = 0
-        firstFailureAt = nil
-    }
-
     private mutating func channelSubscribed(_ channel: ChannelID, recovered: Bool?, effects: inout [EngineEffect]) {
-        guard var record = channels[channel] else { return }
-        let info = SubscriptionInfo(isResubscription: record.everSubscribed, recovered: recovered,
-                                    serverPayload: subscriptionPayloads.removeValue(forKey: channel))
-        record.everSubscribed = true
-        record.state = .subscribed(recovered: recovered)
-        let waiters = record.waiters
-        let queue = record.queue
-        record.waiters = []
-        record.queue = []
-        channels[channel] = record
-        for waiter in waiters { effects.append(.complete { waiter.completion(.success(recovered)) }) }
+        guard let (info, leftovers) = channels.markSubscribed(channel, recovered: recovered) else { return }
+        for waiter in leftovers.waiters { effects.append(.complete { waiter.completion(.success(recovered)) }) }
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .subscribed(info)))))
-        for item in queue {
-            bufferedCount -= 1
+        for item in leftovers.queue {
             switch item.kind {
             case .send(let serial, let completion):
                 cancel(.sendDeadline(serial), effects: &effects)
                 sendNow(item.message, completion, effects: &effects)
             case .request(let id):
-                guard requests[id] != nil else { continue }
-                let connection = currentConnection
-                requests[id]?.sentOn = connection
+                guard requests.markWritten(id, on: currentConnection) else { continue }
                 runMachine(effects: &effects) { $0.handle(.request(item.message, id), actions: &$1) }
             }
         }
@@ -1115,15 +933,8 @@ struct SessionCore: Sendable {
 
     private mutating func channelStopped(_ channel: ChannelID, state newState: ChannelState, error: RealtimeError,
                                          effects: inout [EngineEffect]) {
-        guard var record = channels[channel] else { return }
-        record.state = newState
-        let waiters = record.waiters
-        let queue = record.queue
-        record.waiters = []
-        record.queue = []
-        channels[channel] = record
-        failQueue(queue, with: error, effects: &effects)
-        for waiter in waiters { effects.append(.complete { waiter.completion(.failure(error)) }) }
+        guard let leftovers = channels.markStopped(channel, as: newState) else { return }
+        failWaitersAndQueue(leftovers, with: error, effects: &effects)
         effects.append(.deliver(.error(error)))
         let kind: ChannelLifecycleEvent.Kind = if case .ended = newState { .endedByServer(error) } else { .rejected(error) }
         effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: kind))))

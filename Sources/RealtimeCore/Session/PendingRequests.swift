@@ -1,0 +1,94 @@
+/// Requests waiting for their answer, dialect commands waiting for the connection, and cancellations that
+/// arrived before the operation they cancel.
+///
+/// A value owned by `SessionCore`, which arms and stops the deadlines and answers what it takes out.
+struct PendingRequests: Sendable {
+    struct Request: Sendable {
+        var completion: Completion<[JSONValue]>
+        /// The connection the request was written on; `nil` while it waits.
+        var sentOn: UInt64?
+        /// A dialect-specific command waiting for the connection.
+        var custom: (name: String, payload: JSONValue)?
+    }
+
+    /// The newest early cancellations kept; older ones belong to operations that will not come.
+    static let earlyCancellationLimit = 64
+
+    private var requests: [RequestID: Request] = [:]
+    /// Commands to write once connected, in the order they were made.
+    private var customQueue: [RequestID] = []
+    private var earlyCancellations: [UInt64] = []
+
+    /// A request written on `connection`, or buffered with its channel when `sentOn` is `nil`.
+    mutating func add(_ id: RequestID, sentOn connection: UInt64?, _ completion: @escaping Completion<[JSONValue]>) {
+        requests[id] = Request(completion: completion, sentOn: connection)
+    }
+
+    /// A dialect command to write once the session is connected.
+    mutating func addCustom(_ id: RequestID, name: String, payload: JSONValue,
+                            _ completion: @escaping Completion<[JSONValue]>) {
+        requests[id] = Request(completion: completion, sentOn: nil, custom: (name, payload))
+        customQueue.append(id)
+    }
+
+    /// Takes out request `id` (answered, timed out, withdrawn or failed), if it is still pending.
+    mutating func remove(_ id: RequestID) -> Request? {
+        guard let request = requests.removeValue(forKey: id) else { return nil }
+        if request.custom != nil { customQueue.removeAll { $0 == id } }
+        return request
+    }
+
+    /// A buffered request is being written on `connection`; false when it is no longer pending.
+    mutating func markWritten(_ id: RequestID, on connection: UInt64?) -> Bool {
+        guard requests[id] != nil else { return false }
+        requests[id]?.sentOn = connection
+        return true
+    }
+
+    /// The commands waiting for the connection, in order; each is written with `writeCustom(_:on:)`.
+    mutating func takeCustomQueue() -> [RequestID] {
+        defer { customQueue = [] }
+        return customQueue
+    }
+
+    /// Marks command `id` written on `connection` and returns it, or `nil` when it is no longer pending.
+    mutating func writeCustom(_ id: RequestID, on connection: UInt64) -> (name: String, payload: JSONValue)? {
+        guard var request = requests[id], let command = request.custom else { return nil }
+        request.sentOn = connection
+        request.custom = nil
+        requests[id] = request
+        return command
+    }
+
+    /// Takes out the requests written on a connection that ended: their answers can no longer arrive.
+    mutating func removeWritten() -> [(id: RequestID, request: Request)] {
+        let written = requests.filter { $0.value.sentOn != nil }
+        for id in written.keys { requests[id] = nil }
+        return written.map { ($0.key, $0.value) }
+    }
+
+    /// Takes out every request, for a session that gives up on its pending work.
+    mutating func removeAll() -> [(id: RequestID, request: Request)] {
+        defer {
+            requests = [:]
+            customQueue = []
+        }
+        return requests.map { ($0.key, $0.value) }
+    }
+
+    // MARK: Early cancellations
+
+    /// The task behind `operation` (of any kind) was cancelled before the operation reached the session.
+    mutating func rememberEarlyCancellation(_ operation: UInt64) {
+        earlyCancellations.append(operation)
+        if earlyCancellations.count > Self.earlyCancellationLimit { earlyCancellations.removeFirst() }
+    }
+
+    /// Whether `operation` was cancelled before it arrived; forgets the cancellation. Operation 0 is
+    /// never cancelled: nobody waits for it.
+    mutating func takeEarlyCancellation(_ operation: UInt64) -> Bool {
+        guard operation != 0, let index = earlyCancellations.firstIndex(of: operation) else { return false }
+        earlyCancellations.remove(at: index)
+        return true
+    }
+}

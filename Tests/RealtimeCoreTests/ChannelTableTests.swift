@@ -1,0 +1,164 @@
+@_spi(DialectAuthoring) @testable import RealtimeCore
+import Testing
+
+@Suite("ChannelTable")
+struct ChannelTableTests {
+    private let room: ChannelID = "room"
+    private let lobby: ChannelID = "lobby"
+    private let refused = RealtimeError(.channelUnavailable, "refused")
+
+    private func message(on channel: ChannelID) -> OutgoingMessage {
+        OutgoingMessage(channel: channel, event: "say", arguments: [])
+    }
+
+    private func buffered(_ leftovers: ChannelTable.Leftovers) -> [UInt64] {
+        leftovers.queue.map {
+            switch $0.kind {
+            case .send(let serial, _): serial
+            case .request(let id): id.rawValue
+            }
+        }
+    }
+
+    @Test("channels keep their join order; joining twice asks the server once")
+    func joinOrder() {
+        var table = ChannelTable(joined: [room, room], sendBufferLimit: 10)
+        #expect(table.order == [room])
+        let asksFirst = table.join(lobby), asksAgain = table.join(lobby)
+        #expect(asksFirst && !asksAgain)
+        #expect(table.order == [room, lobby])
+        #expect(table.state(of: lobby) == .pending)
+        #expect(table.state(of: "elsewhere") == nil)
+    }
+
+    @Test("a failed or ended channel joins again as pending")
+    func rejoin() {
+        var table = ChannelTable(joined: [room], sendBufferLimit: 10)
+        _ = table.markStopped(room, as: .failed(refused))
+        #expect(table.unavailability(of: room)?.code == .channelUnavailable)
+        let asks = table.join(room)
+        #expect(asks)
+        #expect(table.state(of: room) == .pending)
+        #expect(table.unavailability(of: room) == nil)
+    }
+
+    @Test("the buffer is bounded across all channels")
+    func bound() {
+        var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 2)
+        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        #expect(table.overflow(for: lobby) == nil)
+        table.buffer(message(on: lobby), as: .request(RequestID(2)))
+        #expect(table.bufferedCount == 2)
+        #expect(table.overflow(for: lobby)?.code == .bufferFull)
+    }
+
+    @Test("a send on a channel that is not joined is neither buffered nor counted")
+    func notJoined() {
+        var table = ChannelTable(joined: [], sendBufferLimit: 2)
+        #expect(table.unavailability(of: room)?.code == .channelUnavailable)
+        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        #expect(table.bufferedCount == 0)
+    }
+
+    @Test("a subscription hands back waiters and buffered sends in order, and says whether it is a resubscription")
+    func subscribed() throws {
+        var table = ChannelTable(joined: [room], sendBufferLimit: 10)
+        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        table.buffer(message(on: room), as: .request(RequestID(2)))
+        table.addWaiter(.init(operation: 3, completion: { _ in }), to: room)
+        table.storePayload(["since": 5], for: room)
+        let confirmed = table.markSubscribed(room, recovered: true)
+        let first = try #require(confirmed)
+        #expect(first.info == SubscriptionInfo(isResubscription: false, recovered: true, serverPayload: ["since": 5]))
+        #expect(buffered(first.leftovers) == [1, 2])
+        #expect(first.leftovers.waiters.map(\.operation) == [3])
+        #expect(table.bufferedCount == 0)
+        #expect(table.isSubscribed(room))
+
+        table.connectionLost()
+        #expect(table.state(of: room) == .pending)
+        let reconfirmed = table.markSubscribed(room, recovered: nil)
+        let again = try #require(reconfirmed)
+        #expect(again.info == SubscriptionInfo(isResubscription: true, recovered: nil))
+    }
+
+    @Test("a lost connection drops payloads not yet reported")
+    func payloadsLapse() throws {
+        var table = ChannelTable(joined: [room], sendBufferLimit: 10)
+        table.storePayload(["since": 5], for: room)
+        table.connectionLost()
+        let confirmed = table.markSubscribed(room, recovered: nil)
+        #expect(try #require(confirmed).info.serverPayload == nil)
+    }
+
+    @Test("leaving forgets the channel and hands back what it held")
+    func leave() throws {
+        var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 10)
+        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        let leaving = table.leave(room)
+        let left = try #require(leaving)
+        #expect(left.state == .pending)
+        #expect(buffered(left.leftovers) == [1])
+        #expect(table.order == [lobby])
+        #expect(table.bufferedCount == 0)
+        let leavingAgain = table.leave(room)
+        #expect(leavingAgain == nil)
+    }
+
+    @Test("withdrawing finds a waiter or a buffered send or request by operation")
+    func withdraw() {
+        var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 10)
+        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        table.buffer(message(on: lobby), as: .request(RequestID(2)))
+        table.addWaiter(.init(operation: 3, completion: { _ in }), to: lobby)
+        let withdrawn = (table.withdraw(3), table.withdraw(2), table.withdraw(1), table.withdraw(1))
+        guard case .waiter(let waiter)? = withdrawn.0 else { Issue.record("no waiter"); return }
+        #expect(waiter.operation == 3)
+        guard case .buffered(let request)? = withdrawn.1, case .request(RequestID(2)) = request.kind else {
+            Issue.record("no request"); return
+        }
+        guard case .buffered(let send)? = withdrawn.2, case .send(1, _) = send.kind else {
+            Issue.record("no send"); return
+        }
+        #expect(withdrawn.3 == nil)
+        #expect(table.bufferedCount == 0)
+    }
+
+    @Test("deadlines take out exactly the send or request they name")
+    func deadlines() {
+        var table = ChannelTable(joined: [room], sendBufferLimit: 10)
+        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        table.buffer(message(on: room), as: .request(RequestID(2)))
+        let unknown = table.removeBufferedSend(serial: 2), known = table.removeBufferedSend(serial: 1)
+        #expect(unknown == nil)
+        #expect(known?.channel == room)
+        table.removeBufferedRequest(RequestID(2))
+        #expect(table.bufferedCount == 0)
+    }
+
+    @Test("a stopped channel keeps its place, takes the new state and hands back what it held")
+    func stopped() throws {
+        var table = ChannelTable(joined: [room], sendBufferLimit: 10)
+        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        let stopped = table.markStopped(room, as: .ended(refused))
+        let leftovers = try #require(stopped)
+        #expect(buffered(leftovers) == [1])
+        #expect(table.state(of: room) == .ended(refused))
+        #expect(table.order == [room])
+        #expect(table.bufferedCount == 0)
+        table.markPending(room)
+        #expect(table.state(of: room) == .pending)
+    }
+
+    @Test("giving up takes everything from every channel, in join order")
+    func takeAll() {
+        var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 10)
+        table.buffer(message(on: lobby), as: .send(serial: 2, { _ in }))
+        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        let all = table.takeAllLeftovers()
+        #expect(all.map { buffered($0) } == [[1], [2]])
+        #expect(table.bufferedCount == 0)
+        let again = table.takeAllLeftovers()
+        #expect(again.allSatisfy { $0.queue.isEmpty && $0.waiters.isEmpty })
+    }
+}
