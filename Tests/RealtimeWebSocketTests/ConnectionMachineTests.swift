@@ -277,12 +277,16 @@ struct ConnectionMachinePingTests {
         #expect(sent.written == [.ping([0, 0, 0, 0, 0, 0, 0, 1])])
         harness.now += 1_000
         _ = harness.run { machine, now, output in machine.ping(id: 2, now: now, into: &output) }
-        #expect(harness.machine.nextDeadline == 1_000 + 10_000_000_000)
+        // Named, not a literal sum: under ASan the expectation macro read a literal promoted to
+        // `UInt64?` past its 8-byte slot (stack-buffer-overflow in Swift Testing's operand capture).
+        let firstTimeout: UInt64? = 1_000 + 10_000_000_000
+        #expect(harness.machine.nextDeadline == firstTimeout)
         let pong = harness.receive(TestFrame(opcode: 10, payload: [0, 0, 0, 0, 0, 0, 0, 1]).bytes
                                    + TestFrame(opcode: 10, payload: [9]).bytes  // unsolicited: ignored
                                    + TestFrame(opcode: 10, payload: [0, 0, 0, 0, 0, 0, 0, 1]).bytes)  // repeated: ignored
         #expect(pong.actions == ["pong 1"])
-        #expect(harness.machine.nextDeadline == 2_000 + 10_000_000_000)
+        let secondTimeout: UInt64? = 2_000 + 10_000_000_000
+        #expect(harness.machine.nextDeadline == secondTimeout)
         harness.now = 2_000 + 10_000_000_000
         #expect(harness.run { machine, now, output in machine.timerFired(now: now, into: &output) }.actions
                 == ["pingTimedOut 2"])
