@@ -159,4 +159,9 @@ enum CLILine {
         #"{"type":"sent","channel":"# + JSONValue.string(channel).serialized() + #","event":"#
             + JSONValue.string(event).serialized() + "}"
     }
+
+    /// Everything `realtime send … --json` prints when it sends `event` on `channel` once.
+    static func sendTranscript(_ channel: String, _ event: String) -> [String] {
+        [connecting, connected, subscribed(channel), sent(channel, event)]
+    }
 }
