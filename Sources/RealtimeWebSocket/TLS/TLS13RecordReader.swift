@@ -128,6 +128,9 @@ package final class TLS13RecordReader {
     private var handshakeMessage: PendingHandshakeMessage?
     private var emptyRecordsInARow = 0
     private var warningAlertsInARow = 0
+    /// The description of the last warning-level alert or user_canceled (0 before any): OpenSSL calls a
+    /// close_notify of another level clean only while this is 0.
+    private var lastWarningDescription: UInt8 = 0
     private var peerClosed = false
 
     private struct PendingHandshakeMessage {
@@ -363,13 +366,14 @@ package final class TLS13RecordReader {
         let description = alert[1]
         let userCanceled: UInt8 = 90
         if level == 1 || description == userCanceled {
+            lastWarningDescription = description
             warningAlertsInARow += 1
             guard warningAlertsInARow < Self.warningAlertLimit else {
                 throw Self.failure("unexpected_message", "\(Self.warningAlertLimit) warning alerts in a row")
             }
         }
         if description == userCanceled { return true }
-        if description == 0 {  // close_notify
+        if description == 0, lastWarningDescription == 0 {  // close_notify
             peerClosed = true
             return false
         }
