@@ -65,6 +65,20 @@ struct TransportBehaviourTests {
         await #expect(throws: RealtimeError.self) { try await connection.ping() }
     }
 
+    @Test("the platform's default transport opens connections that ping, through WebSocketPinging")
+    func pingThroughProtocol() async throws {
+        let server = try makeEchoServer()
+        defer { server.stop() }
+        let events = EventQueue<TransportEvent>()
+        let opened = WebSocketTransport.platformDefault().open(ConnectionRequest(url: server.url)) { events.push($0) }
+        let connection = try #require(opened as? any WebSocketPinging)
+        let roundTrip = try await connection.ping()
+        #expect(roundTrip > .zero && roundTrip < .seconds(10))
+        connection.close(code: 1000, reason: "")
+        let (_, closure) = await drainUntilClosed(events)
+        #expect(closure?.kind == .closedLocally(code: 1000, reason: ""))
+    }
+
     @Test("a ping without a pong times out with .timedOut")
     func pingTimeout() async throws {
         let server = try RawServer { peer in

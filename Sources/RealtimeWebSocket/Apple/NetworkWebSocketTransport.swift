@@ -50,7 +50,7 @@ public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEval
 /// `NWProtocolWebSocket` is not used, because its framing, close and ping rules would be a second, untested
 /// lifecycle. Network.framework calls back on `queue` (serial), so the handler is never called twice at
 /// once; the machine and the state shared with callers' threads sit in `state`.
-final class NetworkWebSocketConnection: TransportConnection {
+final class NetworkWebSocketConnection: WebSocketPinging {
     private struct State {
         var connection: NWConnection?
         var machine: WebSocketConnectionMachine
@@ -62,6 +62,7 @@ final class NetworkWebSocketConnection: TransportConnection {
         var armedDeadline: UInt64?
         /// Why the verify block refused the server: reported instead of Network.framework's bare status.
         var trustFailure: RealtimeError?
+        var pings = PendingPings()
     }
 
     private let configuration: WebSocketTransport.Configuration
@@ -153,17 +154,23 @@ final class NetworkWebSocketConnection: TransportConnection {
             case .pauseReading(let paused):
                 state.withLock { $0.readingPaused = paused }
                 if !paused { readNext() }
-            case .pongReceived, .pingTimedOut:
-                break  // this transport offers no ping(); the machine sends none
+            case .pongReceived(let id):
+                let now = Self.now
+                if let (waiter, roundTrip) = state.withLock({ $0.pings.answered(id, now: now) }) {
+                    waiter.resume(returning: roundTrip)
+                }
+            case .pingTimedOut(let id):
+                state.withLock { $0.pings.timedOut(id) }?.resume(throwing: PendingPings.timeoutError)
             case .startTimedOut:
                 let seconds = Double(connectTimeout.nanoseconds) / 1e9
                 drive { $0.fail(RealtimeError(.connectTimedOut, "could not connect within \(seconds) s"), into: &$1) }
             case .finish(let closure):
-                let connection = state.withLock { state -> NWConnection? in
+                let (connection, pings) = state.withLock { state in
                     defer { state.connection = nil }
-                    return state.connection
+                    return (state.connection, state.pings.removeAll())
                 }
                 connection?.cancel()
+                for waiter in pings { waiter.resume(throwing: PendingPings.closedError(closure)) }
                 handler(.closed(closure))
             }
         }
@@ -287,16 +294,12 @@ final class NetworkWebSocketConnection: TransportConnection {
 
     /// Encodes on the caller's thread (under the lock, so frames keep their order) and writes on `queue`.
     func send(_ frames: [TransportFrame]) {
-        var output = WebSocketConnectionMachine.Output()
-        state.withLock { $0.machine.send(frames, into: &output) }
-        queue.async { [output] in self.perform(output) }
+        submit { $0.send(frames, into: &$1) }
     }
 
     /// Decided at once, so frames sent after it are dropped; carried out on `queue`.
     func close(code: Int, reason: String) {
-        var output = WebSocketConnectionMachine.Output()
-        state.withLock { $0.machine.close(code: code, reason: reason, now: Self.now, into: &output) }
-        queue.async { [output] in self.perform(output) }
+        submit { $0.close(code: code, reason: reason, now: Self.now, into: &$1) }
     }
 
     func abort() {
@@ -304,8 +307,34 @@ final class NetworkWebSocketConnection: TransportConnection {
     }
 
     func setReadingPaused(_ paused: Bool) {
+        submit { $0.setReadingPaused(paused, into: &$1) }
+    }
+
+    /// Sends a ping and returns the time until its pong; the machine times it out (`pingTimeout`) and fails
+    /// it when the connection ends, as on Linux.
+    func ping() async throws -> Duration {
+        try await withCheckedThrowingContinuation { continuation in
+            let accepted = state.withLock { state -> Bool in
+                guard !state.machine.isFinished else { return false }
+                let now = Self.now
+                let id = state.pings.add(continuation, now: now)
+                submitLocked(&state) { $0.ping(id: id, now: now, into: &$1) }
+                return true
+            }
+            if !accepted { continuation.resume(throwing: PendingPings.alreadyClosedError) }
+        }
+    }
+
+    private func submit(_ change: (inout WebSocketConnectionMachine, inout WebSocketConnectionMachine.Output) -> Void) {
+        state.withLock { submitLocked(&$0, change) }
+    }
+
+    /// Feeds the machine on the caller's thread and queues its output from inside the lock, so outputs
+    /// reach `queue` in the order the machine made them (two threads sending at once keep their order).
+    private func submitLocked(_ state: inout State,
+                              _ change: (inout WebSocketConnectionMachine, inout WebSocketConnectionMachine.Output) -> Void) {
         var output = WebSocketConnectionMachine.Output()
-        state.withLock { $0.machine.setReadingPaused(paused, into: &output) }
+        change(&state.machine, &output)
         queue.async { [output] in self.perform(output) }
     }
 }

@@ -8,11 +8,6 @@ final class ConnectionOutbox: Sendable {
         var reason: String
     }
 
-    struct PendingPing: Sendable {
-        var started: UInt64
-        var continuation: CheckedContinuation<Duration, any Error>
-    }
-
     struct State: Sendable {
         var frames: [TransportFrame] = []
         /// Payload bytes of `frames`.
@@ -26,9 +21,8 @@ final class ConnectionOutbox: Sendable {
         var readingPaused = false
         var overflowed = false
         var finished = false
-        var pings: [UInt64: PendingPing] = [:]
+        var pings = PendingPings()
         var pingsToSend: [UInt64] = []
-        var nextPingID: UInt64 = 1
     }
 
     let state = Locked(State())

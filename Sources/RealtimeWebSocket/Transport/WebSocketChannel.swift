@@ -347,12 +347,11 @@ final class WebSocketChannel: LoopHandler {
             readingPaused = paused
             updateInterest(in: context)
         case .pongReceived(let id):
-            guard let pending = outbox.state.withLock({ $0.pings.removeValue(forKey: id) }) else { return }
-            let elapsed = EventLoop.now() &- pending.started
-            pending.continuation.resume(returning: .nanoseconds(Int64(clamping: elapsed)))
+            let now = EventLoop.now()
+            guard let (waiter, roundTrip) = outbox.state.withLock({ $0.pings.answered(id, now: now) }) else { return }
+            waiter.resume(returning: roundTrip)
         case .pingTimedOut(let id):
-            let pending = outbox.state.withLock { $0.pings.removeValue(forKey: id) }
-            pending?.continuation.resume(throwing: RealtimeError(.timedOut, "no pong within the ping timeout"))
+            outbox.state.withLock { $0.pings.timedOut(id) }?.resume(throwing: PendingPings.timeoutError)
         case .startTimedOut:
             fail(startTimeoutError, in: context)
         case .finish(let closure):
@@ -520,13 +519,9 @@ final class WebSocketChannel: LoopHandler {
             state.frames = []
             state.queuedBytes = 0
             state.unsentBytes = 0
-            defer { state.pings = [:] }
-            return Array(state.pings.values)
+            return state.pings.removeAll()
         }
-        for ping in pings {
-            ping.continuation.resume(throwing: RealtimeError(.connectionClosed, "the connection closed before the pong",
-                                                             context: .init(closeCode: closure.closeCode)))
-        }
+        for waiter in pings { waiter.resume(throwing: PendingPings.closedError(closure)) }
         deliver(.closed(closure))
     }
 

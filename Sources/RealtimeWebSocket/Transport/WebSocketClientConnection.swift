@@ -2,7 +2,7 @@ import Foundation
 import RealtimeCore
 
 /// A connection opened by ``WebSocketTransport``. Every method is non-blocking and thread-safe.
-public final class WebSocketClientConnection: TransportConnection {
+public final class WebSocketClientConnection: WebSocketPinging {
     private let loop: EventLoop?
     private let token: UInt64
     private let outbox: ConnectionOutbox
@@ -108,16 +108,13 @@ public final class WebSocketClientConnection: TransportConnection {
                     closed = true
                     return false
                 }
-                let id = state.nextPingID
-                state.nextPingID += 1
-                state.pings[id] = .init(started: EventLoop.now(), continuation: continuation)
-                state.pingsToSend.append(id)
+                state.pingsToSend.append(state.pings.add(continuation, now: EventLoop.now()))
                 if state.serviceScheduled { return false }
                 state.serviceScheduled = true
                 return true
             }
             if closed {
-                continuation.resume(throwing: RealtimeError(.connectionClosed, "the connection is closed"))
+                continuation.resume(throwing: PendingPings.alreadyClosedError)
             } else if wake {
                 wakeLoop()
             }
