@@ -11,14 +11,12 @@ struct ChannelTableTests {
         OutgoingMessage(channel: channel, event: "say", arguments: [])
     }
 
-    private func buffered(_ leftovers: ChannelTable.Leftovers) -> [UInt64] {
-        leftovers.queue.map {
-            switch $0.kind {
-            case .send(let serial, _): serial
-            case .request(let id): id.rawValue
-            }
-        }
+    private func buffered(_ leftovers: ChannelTable.Leftovers) -> [ChannelTable.BufferedSend.Kind] {
+        leftovers.queue.map(\.kind)
     }
+
+    private func send(_ operation: UInt64) -> ChannelTable.BufferedSend.Kind { .send(OperationID(operation)) }
+    private func request(_ operation: UInt64) -> ChannelTable.BufferedSend.Kind { .request(RequestID(operation)) }
 
     @Test("channels keep their join order; joining twice asks the server once")
     func joinOrder() {
@@ -45,9 +43,9 @@ struct ChannelTableTests {
     @Test("the buffer is bounded across all channels")
     func bound() {
         var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 2)
-        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        table.buffer(message(on: room), as: send(1))
         #expect(table.overflow(for: lobby) == nil)
-        table.buffer(message(on: lobby), as: .request(RequestID(2)))
+        table.buffer(message(on: lobby), as: request(2))
         #expect(table.bufferedCount == 2)
         #expect(table.overflow(for: lobby)?.code == .bufferFull)
     }
@@ -56,22 +54,22 @@ struct ChannelTableTests {
     func notJoined() {
         var table = ChannelTable(joined: [], sendBufferLimit: 2)
         #expect(table.unavailability(of: room)?.code == .channelUnavailable)
-        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        table.buffer(message(on: room), as: send(1))
         #expect(table.bufferedCount == 0)
     }
 
     @Test("a subscription hands back waiters and buffered sends in order, and says whether it is a resubscription")
     func subscribed() throws {
         var table = ChannelTable(joined: [room], sendBufferLimit: 10)
-        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
-        table.buffer(message(on: room), as: .request(RequestID(2)))
-        table.addWaiter(.init(operation: 3, completion: { _ in }), to: room)
+        table.buffer(message(on: room), as: send(1))
+        table.buffer(message(on: room), as: request(2))
+        table.addWaiter(OperationID(3), to: room)
         table.storePayload(["since": 5], for: room)
         let confirmed = table.markSubscribed(room, recovered: true)
         let first = try #require(confirmed)
         #expect(first.info == SubscriptionInfo(isResubscription: false, recovered: true, serverPayload: ["since": 5]))
-        #expect(buffered(first.leftovers) == [1, 2])
-        #expect(first.leftovers.waiters.map(\.operation) == [3])
+        #expect(buffered(first.leftovers) == [send(1), request(2)])
+        #expect(first.leftovers.waiters == [OperationID(3)])
         #expect(table.bufferedCount == 0)
         #expect(table.isSubscribed(room))
 
@@ -94,11 +92,11 @@ struct ChannelTableTests {
     @Test("leaving forgets the channel and hands back what it held")
     func leave() throws {
         var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 10)
-        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        table.buffer(message(on: room), as: send(1))
         let leaving = table.leave(room)
         let left = try #require(leaving)
         #expect(left.state == .pending)
-        #expect(buffered(left.leftovers) == [1])
+        #expect(buffered(left.leftovers) == [send(1)])
         #expect(table.order == [lobby])
         #expect(table.bufferedCount == 0)
         let leavingAgain = table.leave(room)
@@ -108,30 +106,23 @@ struct ChannelTableTests {
     @Test("withdrawing finds a waiter or a buffered send or request by operation")
     func withdraw() {
         var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 10)
-        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
-        table.buffer(message(on: lobby), as: .request(RequestID(2)))
-        table.addWaiter(.init(operation: 3, completion: { _ in }), to: lobby)
-        let withdrawn = (table.withdraw(3), table.withdraw(2), table.withdraw(1), table.withdraw(1))
-        guard case .waiter(let waiter)? = withdrawn.0 else { Issue.record("no waiter"); return }
-        #expect(waiter.operation == 3)
-        guard case .buffered(let request)? = withdrawn.1, case .request(RequestID(2)) = request.kind else {
-            Issue.record("no request"); return
-        }
-        guard case .buffered(let send)? = withdrawn.2, case .send(1, _) = send.kind else {
-            Issue.record("no send"); return
-        }
-        #expect(withdrawn.3 == nil)
+        table.buffer(message(on: room), as: send(1))
+        table.buffer(message(on: lobby), as: request(2))
+        table.addWaiter(OperationID(3), to: lobby)
+        let withdrawn = [3, 2, 1, 1].map { table.withdraw(OperationID($0)) }
+        #expect(withdrawn == [.waiter(OperationID(3)), .buffered(.init(message: message(on: lobby), kind: request(2))),
+                              .buffered(.init(message: message(on: room), kind: send(1))), nil])
         #expect(table.bufferedCount == 0)
     }
 
     @Test("deadlines take out exactly the send or request they name")
     func deadlines() {
         var table = ChannelTable(joined: [room], sendBufferLimit: 10)
-        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
-        table.buffer(message(on: room), as: .request(RequestID(2)))
-        let unknown = table.removeBufferedSend(serial: 2), known = table.removeBufferedSend(serial: 1)
+        table.buffer(message(on: room), as: send(1))
+        table.buffer(message(on: room), as: request(2))
+        let unknown = table.removeBufferedSend(OperationID(2)), known = table.removeBufferedSend(OperationID(1))
         #expect(unknown == nil)
-        #expect(known?.channel == room)
+        #expect(known == room)
         table.removeBufferedRequest(RequestID(2))
         #expect(table.bufferedCount == 0)
     }
@@ -139,10 +130,10 @@ struct ChannelTableTests {
     @Test("a stopped channel keeps its place, takes the new state and hands back what it held")
     func stopped() throws {
         var table = ChannelTable(joined: [room], sendBufferLimit: 10)
-        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        table.buffer(message(on: room), as: send(1))
         let stopped = table.markStopped(room, as: .ended(refused))
         let leftovers = try #require(stopped)
-        #expect(buffered(leftovers) == [1])
+        #expect(buffered(leftovers) == [send(1)])
         #expect(table.state(of: room) == .ended(refused))
         #expect(table.order == [room])
         #expect(table.bufferedCount == 0)
@@ -153,10 +144,10 @@ struct ChannelTableTests {
     @Test("giving up takes everything from every channel, in join order")
     func takeAll() {
         var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 10)
-        table.buffer(message(on: lobby), as: .send(serial: 2, { _ in }))
-        table.buffer(message(on: room), as: .send(serial: 1, { _ in }))
+        table.buffer(message(on: lobby), as: send(2))
+        table.buffer(message(on: room), as: send(1))
         let all = table.takeAllLeftovers()
-        #expect(all.map { buffered($0) } == [[1], [2]])
+        #expect(all.map { buffered($0) } == [[send(1)], [send(2)]])
         #expect(table.bufferedCount == 0)
         let again = table.takeAllLeftovers()
         #expect(again.allSatisfy { $0.queue.isEmpty && $0.waiters.isEmpty })

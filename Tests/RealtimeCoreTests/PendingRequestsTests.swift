@@ -9,7 +9,7 @@ struct PendingRequestsTests {
     @Test("a request is taken out once")
     func removeOnce() {
         var pending = PendingRequests()
-        pending.add(first, sentOn: 7, { _ in })
+        pending.add(first, sentOn: 7)
         let taken = pending.remove(first), again = pending.remove(first)
         #expect(taken?.sentOn == 7)
         #expect(again == nil)
@@ -18,8 +18,8 @@ struct PendingRequestsTests {
     @Test("commands wait in order and are written once, on the connection that came up")
     func customQueue() {
         var pending = PendingRequests()
-        pending.addCustom(first, name: "a", payload: 1, { _ in })
-        pending.addCustom(second, name: "b", payload: 2, { _ in })
+        pending.addCustom(first, name: "a", payload: 1)
+        pending.addCustom(second, name: "b", payload: 2)
         let queued = pending.takeCustomQueue()
         #expect(queued == [first, second])
         let written = queued.compactMap { pending.writeCustom($0, on: 3)?.name }
@@ -32,8 +32,8 @@ struct PendingRequestsTests {
     @Test("a command taken out before the connection comes up is not written")
     func withdrawnCommand() {
         var pending = PendingRequests()
-        pending.addCustom(first, name: "a", payload: 1, { _ in })
-        pending.addCustom(second, name: "b", payload: 2, { _ in })
+        pending.addCustom(first, name: "a", payload: 1)
+        pending.addCustom(second, name: "b", payload: 2)
         _ = pending.remove(first)
         let queued = pending.takeCustomQueue()
         #expect(queued == [second])
@@ -42,8 +42,8 @@ struct PendingRequestsTests {
     @Test("a lost connection takes out only what was written on it")
     func removeWritten() {
         var pending = PendingRequests()
-        pending.add(first, sentOn: 7, { _ in })
-        pending.add(second, sentOn: nil, { _ in })
+        pending.add(first, sentOn: 7)
+        pending.add(second, sentOn: nil)
         let lost = pending.removeWritten()
         #expect(lost.map(\.id) == [first])
         let stillThere = pending.markWritten(second, on: 8)
@@ -62,30 +62,30 @@ struct PendingRequestsTests {
     @Test("giving up takes out every request and every waiting command")
     func removeAll() {
         var pending = PendingRequests()
-        pending.add(first, sentOn: 7, { _ in })
-        pending.addCustom(second, name: "b", payload: 2, { _ in })
+        pending.add(first, sentOn: 7)
+        pending.addCustom(second, name: "b", payload: 2)
         let all = pending.removeAll()
         #expect(Set(all.map(\.id)) == [first, second])
         let queued = pending.takeCustomQueue(), rest = pending.removeAll()
         #expect(queued.isEmpty && rest.isEmpty)
     }
 
-    @Test("an early cancellation is taken once; operation 0 never counts")
+    @Test("an early cancellation is taken once, for its own operation only")
     func earlyCancellation() {
         var pending = PendingRequests()
-        pending.rememberEarlyCancellation(5)
-        pending.rememberEarlyCancellation(0)
-        let taken = pending.takeEarlyCancellation(5), again = pending.takeEarlyCancellation(5)
-        let zero = pending.takeEarlyCancellation(0)
-        #expect(taken && !again && !zero)
+        pending.rememberEarlyCancellation(OperationID(5))
+        let other = pending.takeEarlyCancellation(OperationID(6))
+        let taken = pending.takeEarlyCancellation(OperationID(5)), again = pending.takeEarlyCancellation(OperationID(5))
+        #expect(taken && !again && !other)
     }
 
     @Test("only the newest early cancellations are kept")
     func earlyCancellationLimit() {
         var pending = PendingRequests()
         let limit = UInt64(PendingRequests.earlyCancellationLimit)
-        for operation in 1...(limit + 1) { pending.rememberEarlyCancellation(operation) }
-        let oldest = pending.takeEarlyCancellation(1), newest = pending.takeEarlyCancellation(limit + 1)
+        for operation in 1...(limit + 1) { pending.rememberEarlyCancellation(OperationID(operation)) }
+        let oldest = pending.takeEarlyCancellation(OperationID(1))
+        let newest = pending.takeEarlyCancellation(OperationID(limit + 1))
         #expect(!oldest && newest)
     }
 }

@@ -2,34 +2,30 @@
 /// buffered for it, with one bound on the buffer across all channels.
 ///
 /// A value owned by `SessionCore`. It hands back what a channel leaves behind (waiters, buffered sends)
-/// instead of answering them, because answering a request is the core's business.
+/// instead of answering them, because answering a request is the core's business. It holds operations by
+/// id; their callers wait in the engine.
 struct ChannelTable: Sendable {
     /// A send or request waiting for its channel to be subscribed.
-    struct BufferedSend: Sendable {
-        enum Kind: Sendable {
-            case send(serial: UInt64, Completion<Void>)
-            /// The completion lives with the pending request.
+    struct BufferedSend: Hashable, Sendable {
+        enum Kind: Hashable, Sendable {
+            case send(OperationID)
+            /// The rest of the request is in `PendingRequests`.
             case request(RequestID)
         }
         var message: OutgoingMessage
         var kind: Kind
     }
 
-    /// A `subscribed()` caller, by the operation that can cancel it.
-    struct Waiter: Sendable {
-        var operation: UInt64
-        var completion: Completion<Bool?>
-    }
-
     /// What a channel held when it changed state: callers to answer and sends to send or fail.
     struct Leftovers: Sendable {
-        var waiters: [Waiter] = []
+        /// The `subscribed()` callers.
+        var waiters: [OperationID] = []
         var queue: [BufferedSend] = []
     }
 
     /// What `withdraw(_:)` took out.
-    enum Withdrawn: Sendable {
-        case waiter(Waiter)
+    enum Withdrawn: Hashable, Sendable {
+        case waiter(OperationID)
         case buffered(BufferedSend)
     }
 
@@ -93,8 +89,8 @@ struct ChannelTable: Sendable {
     }
 
     /// Adds a `subscribed()` caller to a joined channel.
-    mutating func addWaiter(_ waiter: Waiter, to channel: ChannelID) {
-        records[channel]?.leftovers.waiters.append(waiter)
+    mutating func addWaiter(_ operation: OperationID, to channel: ChannelID) {
+        records[channel]?.leftovers.waiters.append(operation)
     }
 
     // MARK: The send buffer
@@ -128,16 +124,13 @@ struct ChannelTable: Sendable {
     }
 
     /// Takes out the waiter or buffered send behind `operation`, looking channel by channel in join order.
-    mutating func withdraw(_ operation: UInt64) -> Withdrawn? {
+    mutating func withdraw(_ operation: OperationID) -> Withdrawn? {
         for channel in order {
-            if let index = records[channel]?.leftovers.waiters.firstIndex(where: { $0.operation == operation }) {
+            if let index = records[channel]?.leftovers.waiters.firstIndex(of: operation) {
                 return .waiter(records[channel]!.leftovers.waiters.remove(at: index))
             }
             if let item = removeBuffered(on: channel, where: { kind in
-                switch kind {
-                case .send(let serial, _): serial == operation
-                case .request(let id): id == RequestID(operation)
-                }
+                kind == .send(operation) || kind == .request(RequestID(operation))
             }) {
                 return .buffered(item)
             }
@@ -145,14 +138,10 @@ struct ChannelTable: Sendable {
         return nil
     }
 
-    /// Takes out the buffered send with `serial`; returns its channel and completion.
-    mutating func removeBufferedSend(serial: UInt64) -> (channel: ChannelID, completion: Completion<Void>)? {
+    /// Takes out the buffered send of `operation`; returns its channel.
+    mutating func removeBufferedSend(_ operation: OperationID) -> ChannelID? {
         for channel in order {
-            guard let item = removeBuffered(on: channel, where: {
-                if case .send(serial, _) = $0 { return true }
-                return false
-            }), case .send(_, let completion) = item.kind else { continue }
-            return (channel, completion)
+            if removeBuffered(on: channel, where: { $0 == .send(operation) }) != nil { return channel }
         }
         return nil
     }
@@ -160,11 +149,7 @@ struct ChannelTable: Sendable {
     /// Takes the buffered request `id` out of the buffer, if it is there.
     mutating func removeBufferedRequest(_ id: RequestID) {
         for channel in order {
-            let removed = removeBuffered(on: channel) {
-                if case .request(id) = $0 { return true }
-                return false
-            }
-            if removed != nil { return }
+            if removeBuffered(on: channel, where: { $0 == .request(id) }) != nil { return }
         }
     }
 

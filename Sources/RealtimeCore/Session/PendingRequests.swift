@@ -1,10 +1,10 @@
 /// Requests waiting for their answer, dialect commands waiting for the connection, and cancellations that
 /// arrived before the operation they cancel.
 ///
-/// A value owned by `SessionCore`, which arms and stops the deadlines and answers what it takes out.
+/// A value owned by `SessionCore`, which arms and stops the deadlines and answers what it takes out. A
+/// request's caller waits in the engine, under the operation the request is named after.
 struct PendingRequests: Sendable {
     struct Request: Sendable {
-        var completion: Completion<[JSONValue]>
         /// The connection the request was written on; `nil` while it waits.
         var sentOn: UInt64?
         /// A dialect-specific command waiting for the connection.
@@ -17,17 +17,16 @@ struct PendingRequests: Sendable {
     private var requests: [RequestID: Request] = [:]
     /// Commands to write once connected, in the order they were made.
     private var customQueue: [RequestID] = []
-    private var earlyCancellations: [UInt64] = []
+    private var earlyCancellations: [OperationID] = []
 
     /// A request written on `connection`, or buffered with its channel when `sentOn` is `nil`.
-    mutating func add(_ id: RequestID, sentOn connection: UInt64?, _ completion: @escaping Completion<[JSONValue]>) {
-        requests[id] = Request(completion: completion, sentOn: connection)
+    mutating func add(_ id: RequestID, sentOn connection: UInt64?) {
+        requests[id] = Request(sentOn: connection)
     }
 
     /// A dialect command to write once the session is connected.
-    mutating func addCustom(_ id: RequestID, name: String, payload: JSONValue,
-                            _ completion: @escaping Completion<[JSONValue]>) {
-        requests[id] = Request(completion: completion, sentOn: nil, custom: (name, payload))
+    mutating func addCustom(_ id: RequestID, name: String, payload: JSONValue) {
+        requests[id] = Request(sentOn: nil, custom: (name, payload))
         customQueue.append(id)
     }
 
@@ -79,15 +78,14 @@ struct PendingRequests: Sendable {
     // MARK: Early cancellations
 
     /// The task behind `operation` (of any kind) was cancelled before the operation reached the session.
-    mutating func rememberEarlyCancellation(_ operation: UInt64) {
+    mutating func rememberEarlyCancellation(_ operation: OperationID) {
         earlyCancellations.append(operation)
         if earlyCancellations.count > Self.earlyCancellationLimit { earlyCancellations.removeFirst() }
     }
 
-    /// Whether `operation` was cancelled before it arrived; forgets the cancellation. Operation 0 is
-    /// never cancelled: nobody waits for it.
-    mutating func takeEarlyCancellation(_ operation: UInt64) -> Bool {
-        guard operation != 0, let index = earlyCancellations.firstIndex(of: operation) else { return false }
+    /// Whether `operation` was cancelled before it arrived; forgets the cancellation.
+    mutating func takeEarlyCancellation(_ operation: OperationID) -> Bool {
+        guard let index = earlyCancellations.firstIndex(of: operation) else { return false }
         earlyCancellations.remove(at: index)
         return true
     }

@@ -61,14 +61,12 @@ public final class RealtimeSession: Sendable {
     ///   connecting (as `disconnect()` would) unless the session is already connected.
     public func connect(timeout: Duration? = nil) async throws {
         let timeout = timeout ?? engine.connectCallTimeout
-        try await engine.cancellable { operation, completion in
-            engine.submit(.connect(completion, timeout: timeout, operation: operation))
-        }
+        try await engine.cancellable(\.done) { .connect(timeout: timeout, operation: $0) }
     }
 
     /// Starts connecting without waiting.
     public func start() {
-        engine.submit(.connect(nil, timeout: nil, operation: 0))
+        engine.submit(.connect(timeout: nil, operation: nil))
     }
 
     /// Closes the connection and stays disconnected: no reconnect fires until ``connect(timeout:)`` is
@@ -252,8 +250,8 @@ public final class RealtimeSession: Sendable {
     public func dialectCommand(_ name: String, payload: JSONValue = .null,
                                timeout: Duration? = nil) async throws -> [JSONValue] {
         let timeout = timeout ?? engine.requestTimeout
-        return try await engine.cancellable { operation, completion in
-            engine.submit(.custom(name: name, payload: payload, timeout: timeout, operation: operation, completion))
+        return try await engine.cancellable(\.replies) {
+            .custom(name: name, payload: payload, timeout: timeout, operation: $0)
         }
     }
 
@@ -278,9 +276,7 @@ public struct RealtimeChannel: Sendable {
     /// calling task ends the wait with `CancellationError`; the channel stays joined.
     @discardableResult
     public func subscribed() async throws -> Bool? {
-        try await engine.cancellable { operation, completion in
-            engine.submit(.awaitSubscription(id, operation: operation, completion))
-        }
+        try await engine.cancellable(\.subscriptions) { .awaitSubscription(id, operation: $0) }
     }
 
     /// Leaves the channel. Its handlers stay registered; buffered sends fail with `.channelUnavailable`.
@@ -299,9 +295,7 @@ public struct RealtimeChannel: Sendable {
     public func send(_ event: String, arguments: [JSONValue], volatile: Bool = false) async throws {
         let message = OutgoingMessage(channel: id, event: event, arguments: arguments, volatile: volatile)
         if let error = engine.validate(message, expectsReply: false) { throw error }
-        try await engine.cancellable { operation, completion in
-            engine.submit(.send(message, operation: operation, completion))
-        }
+        try await engine.cancellable(\.done) { .send(message, operation: $0) }
     }
 
     /// Sends `event` with the given arguments.
@@ -332,9 +326,7 @@ public struct RealtimeChannel: Sendable {
         let message = OutgoingMessage(channel: id, event: event, arguments: arguments)
         if let error = engine.validate(message, expectsReply: true) { throw error }
         let timeout = timeout ?? engine.requestTimeout
-        return try await engine.cancellable { operation, completion in
-            engine.submit(.request(message, timeout: timeout, operation: operation, completion))
-        }
+        return try await engine.cancellable(\.replies) { .request(message, timeout: timeout, operation: $0) }
     }
 
     /// Sends `event` with the given arguments and waits for the acknowledgement.

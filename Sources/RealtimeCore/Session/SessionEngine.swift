@@ -32,6 +32,8 @@ final class SessionEngine: Sendable {
     /// Names app operations for `.cancel`; starts high so it never meets the core's own serials.
     private let operationCounter = Locked<UInt64>(1 << 48)
     private let core: Locked<SessionCore>
+    /// The callers waiting for an answer, by operation: the core holds only their ids.
+    private let completions = Locked(CompletionTable())
     private let io = Locked(IO())
 
     init(dialect: some RealtimeDialect, transport: any RealtimeTransport, options: SessionOptions) {
@@ -52,24 +54,26 @@ final class SessionEngine: Sendable {
     }
 
     /// A fresh name for one app operation (a `connect`, `send`, `request`, … call).
-    func nextOperation() -> UInt64 {
+    func nextOperation() -> OperationID {
         operationCounter.withLock { counter in
             counter += 1
-            return counter
+            return OperationID(counter)
         }
     }
 
-    /// Runs `body` (which submits an input naming `operation` and waits for its completion) so that
-    /// cancelling the calling task submits `.cancel(operation)`; a `.cancelled` answer is thrown as
-    /// `CancellationError`.
+    /// Submits the input `start` makes for a fresh operation and waits for the core's answer, the caller
+    /// held in `kind` (the table of callers waiting for a `Value`) until then. Cancelling the calling task
+    /// submits `.cancel(operation)`; a `.cancelled` answer is thrown as `CancellationError`.
     func cancellable<Value: Sendable>(
-        _ body: (_ operation: UInt64, _ completion: @escaping Completion<Value>) -> Void
+        _ kind: WritableKeyPath<CompletionTable, [OperationID: Completion<Value>]>,
+        _ start: (_ operation: OperationID) -> EngineInput
     ) async throws -> Value {
         try Task.checkCancellation()
         let operation = nextOperation()
         let result: Result<Value, RealtimeError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                body(operation) { continuation.resume(returning: $0) }
+                completions.withLock { $0[keyPath: kind][operation] = { continuation.resume(returning: $0) } }
+                submit(start(operation))
             }
         } onCancel: {
             self.submit(.cancel(operation: operation))
@@ -166,8 +170,11 @@ final class SessionEngine: Sendable {
                 }
             case .deliver(let item):
                 deliveries.append(item)
-            case .complete(let completion):
-                completion()
+            case .answer(let answer):
+                // Each operation is answered once, and its caller is registered before its input is submitted.
+                let completion = completions.withLock { $0.take(answer) }
+                assert(completion != nil, "no caller waits for \(answer.operation)")
+                completion?()
             case .log(let level, let message):
                 log(level, message)
             }

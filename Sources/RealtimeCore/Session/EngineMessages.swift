@@ -1,0 +1,77 @@
+// What passes between `SessionEngine` and `SessionCore`: inputs in, effects out.
+
+enum EngineInput: Sendable {
+    /// `timeout`: how long the caller waits for `.connected` (nil: no bound). `operation` names the caller,
+    /// or is `nil` when nobody waits (`start()`).
+    case connect(timeout: Duration?, operation: OperationID?)
+    case disconnect
+    case subscribe(ChannelID)
+    case awaitSubscription(ChannelID, operation: OperationID)
+    case unsubscribe(ChannelID)
+    case send(OutgoingMessage, operation: OperationID)
+    case request(OutgoingMessage, timeout: Duration, operation: OperationID)
+    case custom(name: String, payload: JSONValue, timeout: Duration, operation: OperationID)
+    /// The task waiting for `operation` (a connect, send, request, custom command or subscription wait)
+    /// was cancelled: withdraw what has not happened yet and answer it with `.cancelled`.
+    case cancel(operation: OperationID)
+    case acknowledge(connection: UInt64, AckToken, [JSONValue])
+    case requestPrepared(connection: UInt64, Result<ConnectionRequest, RealtimeError>)
+    case transport(connection: UInt64, TransportEvent)
+    case timer(EngineTimer, serial: UInt64)
+    case workFinished(connection: UInt64, WorkID, Result<JSONValue, RealtimeError>)
+    /// The device's network path went away (`false`) or is usable, possibly through a new interface (`true`).
+    case networkPath(available: Bool)
+    /// Retry at once with a fresh backoff if waiting to reconnect.
+    case reconnectNow
+    /// Check at once that an open connection is alive (the app came back to the foreground).
+    case checkLink
+
+    /// The operation this input starts, whose caller waits for an answer.
+    var startedOperation: OperationID? {
+        switch self {
+        case .connect(_, let operation): operation
+        case .awaitSubscription(_, let operation), .send(_, let operation), .request(_, _, let operation),
+             .custom(_, _, _, let operation):
+            operation
+        case .disconnect, .subscribe, .unsubscribe, .cancel, .acknowledge, .requestPrepared, .transport, .timer,
+             .workFinished, .networkPath, .reconnectNow, .checkLink:
+            nil
+        }
+    }
+}
+
+enum EngineTimer: Hashable, Sendable {
+    case reconnect
+    case handshake
+    case liveness
+    /// The connection has stayed up long enough to count as healthy.
+    case stability
+    case sendDeadline(OperationID)
+    case requestDeadline(RequestID)
+    /// A `connect()` caller has waited as long as it allowed.
+    case connectDeadline(OperationID)
+    case dialect(TimerKey)
+}
+
+enum Delivery: Sendable {
+    /// `bytes`: the received frames behind the event, counted against the delivery byte budget.
+    case event(RealtimeEvent, connection: UInt64, bytes: Int)
+    case state(ConnectionState, ConnectionState)
+    case error(RealtimeError)
+    case lifecycle(ChannelLifecycleEvent)
+}
+
+enum EngineEffect: Sendable {
+    case prepareRequest(connection: UInt64, @Sendable () async throws -> ConnectionRequest)
+    case open(connection: UInt64, ConnectionRequest)
+    case send(connection: UInt64, [TransportFrame])
+    case close(connection: UInt64, code: Int, reason: String)
+    case abort(connection: UInt64)
+    case schedule(EngineTimer, serial: UInt64, after: Duration)
+    case cancel(EngineTimer)
+    case work(connection: UInt64, DialectWork)
+    case deliver(Delivery)
+    /// Runs the completion the engine holds for the answered operation.
+    case answer(OperationAnswer)
+    case log(LogLevel, String)
+}
