@@ -12,7 +12,7 @@ import CRealtimeLinux  // thread naming (see its shim.h)
 #endif
 
 /// Something registered with a loop: a listening socket or a connection. Lives on its loop thread only.
-protocol LoopHandler: AnyObject {
+package protocol LoopHandler: AnyObject {
     /// The file descriptor is ready.
     func handle(_ event: SelectorEvent, in context: LoopContext)
     /// The loop is stopping: release the socket and report the end.
@@ -22,7 +22,7 @@ protocol LoopHandler: AnyObject {
 /// One thread multiplexing many sockets with epoll (Linux) or poll, woken by an eventfd (or a pipe) for
 /// work posted from other threads. All socket state lives in its ``LoopContext``, touched by the loop
 /// thread only.
-final class EventLoop: Sendable {
+package final class EventLoop: Sendable {
     private struct Inbox {
         var tasks: [@Sendable (LoopContext) -> Void] = []
         var wakePending = false
@@ -57,7 +57,7 @@ final class EventLoop: Sendable {
     }
 
     /// A new id for a handler of this loop (0 is the waker's).
-    func makeToken() -> UInt64 {
+    package func makeToken() -> UInt64 {
         tokens.withLock { next in
             defer { next += 1 }
             return next
@@ -66,7 +66,7 @@ final class EventLoop: Sendable {
 
     /// Runs `task` on the loop thread. Returns false (and drops the task) when the loop has stopped.
     @discardableResult
-    func execute(_ task: @escaping @Sendable (LoopContext) -> Void) -> Bool {
+    package func execute(_ task: @escaping @Sendable (LoopContext) -> Void) -> Bool {
         let shouldWake: Bool? = inbox.withLock { inbox in
             guard !inbox.stopped else { return nil }
             inbox.tasks.append(task)
@@ -85,7 +85,7 @@ final class EventLoop: Sendable {
     }
 
     /// Monotonic time in nanoseconds.
-    static func now() -> UInt64 {
+    package static func now() -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
@@ -146,17 +146,17 @@ final class EventLoop: Sendable {
 
 /// A loop thread's state: the selector, registrations, timers and a shared read buffer.
 /// Only ever touched on its loop thread (reached through ``EventLoop/execute(_:)``).
-final class LoopContext {
+package final class LoopContext {
     static let wakeID: UInt64 = 0
     /// One read buffer per loop, not per connection, so idle connections cost no buffer memory.
     static let readBufferSize = 256 * 1024
 
-    unowned let loop: EventLoop
+    package unowned let loop: EventLoop
     let selector: any Selector
     fileprivate(set) var handlers: [UInt64: any LoopHandler] = [:]
     var timers = TimerHeap()
     var stopRequested = false
-    let readBuffer: UnsafeMutableRawBufferPointer
+    package let readBuffer: UnsafeMutableRawBufferPointer
     /// Scratch space for TLS plaintext, reused by every connection of the loop.
     let plaintextBuffer: UnsafeMutableRawBufferPointer
 
@@ -174,45 +174,45 @@ final class LoopContext {
     }
 
     /// Makes `handler` reachable by `token` for tasks and selector events.
-    func attach(_ handler: any LoopHandler, token: UInt64) {
+    package func attach(_ handler: any LoopHandler, token: UInt64) {
         handlers[token] = handler
     }
 
-    func detach(_ token: UInt64) {
+    package func detach(_ token: UInt64) {
         handlers[token] = nil
     }
 
     /// The handler attached under `token`, if it is still there.
-    func handler(_ token: UInt64) -> (any LoopHandler)? {
+    package func handler(_ token: UInt64) -> (any LoopHandler)? {
         handlers[token]
     }
 
     /// Adds `fd` to the selector; its events go to the handler attached under `token`.
-    func watch(fd: Int32, token: UInt64, interest: SelectorInterest) throws(RealtimeError) {
+    package func watch(fd: Int32, token: UInt64, interest: SelectorInterest) throws(RealtimeError) {
         try selector.add(fd: fd, id: token, interest: interest)
     }
 
-    func setInterest(fd: Int32, token: UInt64, _ interest: SelectorInterest) {
+    package func setInterest(fd: Int32, token: UInt64, _ interest: SelectorInterest) {
         selector.modify(fd: fd, id: token, interest: interest)
     }
 
     /// Removes `fd` from the selector (the caller closes it).
-    func unwatch(fd: Int32) {
+    package func unwatch(fd: Int32) {
         selector.remove(fd: fd)
     }
 
     /// Runs `action` on this loop after `delay`.
-    func schedule(after delay: Duration, _ action: @escaping () -> Void) -> UInt64 {
+    package func schedule(after delay: Duration, _ action: @escaping () -> Void) -> UInt64 {
         let nanoseconds = UInt64(clamping: max(0, delay.nanoseconds))
         return timers.schedule(at: EventLoop.now() &+ nanoseconds, action)
     }
 
     /// Runs `action` on this loop at `deadline` (``EventLoop/now()`` nanoseconds).
-    func schedule(at deadline: UInt64, _ action: @escaping () -> Void) -> UInt64 {
+    package func schedule(at deadline: UInt64, _ action: @escaping () -> Void) -> UInt64 {
         timers.schedule(at: deadline, action)
     }
 
-    func cancelTimer(_ id: UInt64?) {
+    package func cancelTimer(_ id: UInt64?) {
         if let id { timers.cancel(id) }
     }
 }

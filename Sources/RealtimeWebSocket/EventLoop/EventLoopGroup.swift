@@ -41,7 +41,7 @@ public final class EventLoopGroup: Sendable {
     deinit { shutdown() }
 
     /// The loop for the next connection, round-robin.
-    func next() -> EventLoop {
+    package func next() -> EventLoop {
         let index = cursor.withLock { value -> Int in
             defer { value = (value + 1) % loops.count }
             return value

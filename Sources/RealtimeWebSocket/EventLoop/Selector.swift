@@ -11,18 +11,23 @@ import CRealtimeLinux  // epoll and eventfd (see its shim.h)
 import RealtimeCore
 
 /// Which readiness a registration waits for.
-struct SelectorInterest: Hashable {
-    var read: Bool
-    var write: Bool
+package struct SelectorInterest: Hashable {
+    package var read: Bool
+    package var write: Bool
+
+    package init(read: Bool, write: Bool) {
+        self.read = read
+        self.write = write
+    }
 }
 
 /// One readiness report for a registration.
-struct SelectorEvent {
-    var id: UInt64
-    var readable: Bool
-    var writable: Bool
+package struct SelectorEvent {
+    package var id: UInt64
+    package var readable: Bool
+    package var writable: Bool
     /// The peer hung up or the socket has a pending error.
-    var hangup: Bool
+    package var hangup: Bool
 }
 
 /// The readiness API a loop waits with.

@@ -36,7 +36,7 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
     var storage: sockaddr_storage
     var length: socklen_t
 
-    var family: Int32 { Int32(storage.ss_family) }
+    package var family: Int32 { Int32(storage.ss_family) }
 
     init(storage: sockaddr_storage, length: socklen_t) {
         self.storage = storage
@@ -142,7 +142,7 @@ package enum SocketIO {
     }
 
     /// Resolves `host` with getaddrinfo (blocking: call it off the loop threads). IPv4 and IPv6.
-    static func resolve(host: String, port: Int) throws(RealtimeError) -> [SocketAddress] {
+    package static func resolve(host: String, port: Int) throws(RealtimeError) -> [SocketAddress] {
         if let numeric = SocketAddress(numericHost: host, port: port) { return [numeric] }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -175,7 +175,7 @@ package enum SocketIO {
     }
 
     /// A non-blocking, close-on-exec TCP socket with Nagle off.
-    static func makeStreamSocket(family: Int32) throws(RealtimeError) -> Int32 {
+    package static func makeStreamSocket(family: Int32) throws(RealtimeError) -> Int32 {
         #if canImport(Glibc)
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError.posix("socket", errno) }
@@ -198,13 +198,13 @@ package enum SocketIO {
     }
 
     /// Starts a connect; returns 0 (connected), EINPROGRESS or the errno.
-    static func startConnect(_ fd: Int32, to address: SocketAddress) -> Int32 {
+    package static func startConnect(_ fd: Int32, to address: SocketAddress) -> Int32 {
         let result = address.withSockAddr { connect(fd, $0, $1) }
         return result == 0 ? 0 : errno
     }
 
     /// The pending error of a socket (after a non-blocking connect completes).
-    static func pendingError(_ fd: Int32) -> Int32 {
+    package static func pendingError(_ fd: Int32) -> Int32 {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) == 0 else { return errno }
@@ -290,7 +290,7 @@ package enum SocketIO {
     }
 
     /// True when `host` is an IPv4 or IPv6 literal (no SNI for those).
-    static func isIPLiteral(_ host: String) -> Bool {
+    package static func isIPLiteral(_ host: String) -> Bool {
         SocketAddress(numericHost: host, port: 0) != nil
     }
 }
