@@ -29,7 +29,8 @@ public indirect enum Fault: Sendable, Hashable, CustomStringConvertible {
     /// open: a dead link that only a liveness check can notice. ``FaultProxy/resumeAll()`` heals it.
     case stall(afterBytes: Int, direction: FaultDirection)
     /// Forwards in writes of at most `chunk` bytes each (sockets without Nagle), pausing `pause` between
-    /// writes, so frames and TLS records arrive split at every point.
+    /// writes, so frames and TLS records arrive split at every point. A pause is at least the proxy loop's
+    /// timer resolution, 1 ms (`epoll_wait`/`poll` count milliseconds); `.zero` writes back to back.
     case dribble(chunk: Int, pause: Duration = .microseconds(50))
     /// Holds every read for `latency` before writing it (in both directions). One read is in flight per
     /// direction, so throughput drops too: meant for tests.
