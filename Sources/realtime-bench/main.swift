@@ -1,6 +1,6 @@
 import Foundation
 
-// Each suite lives in its own file and prints ratios against a baseline measured in the same run.
+// Each suite lives in its own file (or folder) and prints ratios against a baseline measured in the same run.
 let arguments = Array(CommandLine.arguments.dropFirst())
 let suite = arguments.first ?? "all"
 let rest = Array(arguments.dropFirst())
@@ -12,11 +12,20 @@ case "transport":
     try await TransportBenchmark.run(arguments: rest)
 case "session":
     try await SessionBenchmark.run(arguments: rest)
+case "dialects":
+    try await DialectsBenchmark.run(arguments: rest)
+case "latency":
+    try await LatencyBenchmark.run(arguments: rest)
+case "scale":
+    try await ScaleBenchmark.run(arguments: rest)
 case "all":
     try await JSONBenchmark.run(arguments: rest)
     try await SessionBenchmark.run(arguments: rest)
     try await TransportBenchmark.run(arguments: rest)
+    try await DialectsBenchmark.run(arguments: rest)
+    try await LatencyBenchmark.run(arguments: rest)
+    try await ScaleBenchmark.run(arguments: rest)
 default:
-    FileHandle.standardError.write(Data("usage: realtime-bench [json|session|transport|all]\n".utf8))
+    FileHandle.standardError.write(Data("usage: realtime-bench [json|session|transport|dialects|latency|scale|all]\n".utf8))
     exit(2)
 }

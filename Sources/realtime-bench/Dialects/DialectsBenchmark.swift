@@ -1,0 +1,225 @@
+import Foundation
+import Realtime
+
+/// `realtime-bench dialects`: each dialect's whole receive path, from a loopback socket to one counting
+/// handler, in events per client CPU-second and per wall second, beside (in the same run, interleaved) the
+/// Python client of the protocol and the transport alone on the same frames.
+///
+/// A blaster child (`dialects blaster`, on core 1) speaks the dialect's handshake and confirms one
+/// subscription, then writes `--events` pre-encoded ~150-byte events in big writes. The blaster is a child
+/// rather than a thread so that getrusage(RUSAGE_SELF) of this process, between `GO` and the last handler
+/// call, is the client's CPU alone, every thread of it (event loop, delivery queue); the client is pinned
+/// to core 0. A Python client runs as a child on core 0, as its library ships, with the same one counting
+/// handler; its CPU over the same span comes from /proc/<pid>/stat (interpreter start-up excluded, all its
+/// threads included). The transport alone is a `WebSocketTransport` counting the same frames (`--raw`
+/// blaster: no dialect handshake). Nothing is pinned on a one-core machine.
+///
+/// Options: `--events N` (1,000,000), `--rounds N` (5), `--python-events N` (as `--events`), `--python-rounds N`
+/// (3), `--skip-python`, `--only DIALECT`, `--python PATH`, `--fixtures DIR`, `--quick`, `--json`.
+enum DialectsBenchmark {
+    struct Series {
+        var session: [TransportBenchmark.Throughput] = []
+        var transport: [TransportBenchmark.Throughput] = []
+        var python: [TransportBenchmark.Throughput] = []
+    }
+
+    /// The blaster's core and the clients' core; nil (not pinned) on a one-core machine.
+    static let blasterCore: Int? = sysconf(Int32(_SC_NPROCESSORS_ONLN)) >= 2 ? 1 : nil
+    static let clientCore: Int? = blasterCore == nil ? nil : 0
+
+    static func run(arguments: [String]) async throws {
+        if arguments.first == "blaster" {
+            try DialectBlaster.run(arguments: Array(arguments.dropFirst()))
+            return
+        }
+        let options = try BenchOptions(arguments)
+        let out = options.output
+        let events = options.int("--events", full: 1_000_000, quick: 20_000)
+        let rounds = options.int("--rounds", full: 5, quick: 2)
+        let pythonEvents = options.int("--python-events", full: events, quick: 5_000)
+        let pythonRounds = min(rounds, options.int("--python-rounds", full: 3, quick: 1))
+        let pinned = clientCore.map { Measure.pinProcess(toCore: $0) } ?? false
+
+        var plans: [BenchDialect: PythonBaseline.Plan] = [:]
+        var python: PythonBaseline?
+        if arguments.contains("--skip-python") {
+            for dialect in options.dialects { plans[dialect] = .skipped(name: "python", reason: "--skip-python") }
+        } else {
+            switch PythonBaseline.locate(arguments: arguments) {
+            case .success(let found):
+                python = found
+                for dialect in options.dialects { plans[dialect] = found.plan(dialect) }
+            case .failure(let failure):
+                for dialect in options.dialects { plans[dialect] = .skipped(name: "python", reason: failure.description) }
+            }
+        }
+
+        out.say("dialects: \(events) events of ~150 B per round over loopback to one session with one channel and one "
+                + "counting handler; \(rounds) interleaved rounds (Python: \(pythonEvents) events, \(pythonRounds) rounds)")
+        out.say("  blaster: a child " + (blasterCore == nil ? "" : "on core 1 ") + "writing pre-encoded frames 1,000 per write; "
+                + (pinned ? "clients pinned to core 0" : "nothing pinned") + "; client CPU = getrusage of this process "
+                + "(the blaster is not in it), Python CPU = /proc/<pid>/stat of its process")
+        if let python { out.say("  python: \(python.python) (\(python.versions))") }
+        for dialect in options.dialects {
+            switch plans[dialect]! {
+            case .run(let name, _, _, let note?): out.say("  \(dialect.rawValue): \(note) (baseline: \(name))")
+            case .skipped(let name, let reason): out.say("  \(dialect.rawValue): Python baseline (\(name)) skipped: \(reason)")
+            case .run: break
+            }
+        }
+
+        var series: [BenchDialect: Series] = [:]
+        for round in 0..<rounds {
+            for dialect in options.dialects {
+                if let clientCore { Measure.pinProcess(toCore: clientCore) }  // threads started since the last round
+                series[dialect, default: Series()].session.append(try await sessionRound(dialect, events: events))
+                series[dialect]!.transport.append(try transportRound(dialect, events: events))
+                var progress = "  round \(round + 1)/\(rounds) \(dialect.rawValue): session "
+                    + Format.rate(series[dialect]!.session.last!.perCPUSecond) + "/CPU-s, transport "
+                    + Format.rate(series[dialect]!.transport.last!.perCPUSecond) + "/CPU-s"
+                if round < pythonRounds, case .run(let name, let script, let extra, _) = plans[dialect]!, let python {
+                    do {
+                        let result = try pythonRound(dialect, python: python.python, script: script,
+                                                     arguments: extra, events: pythonEvents)
+                        series[dialect]!.python.append(result)
+                        progress += ", \(name) " + Format.rate(result.perCPUSecond) + "/CPU-s"
+                    } catch {
+                        plans[dialect] = .skipped(name: name, reason: "failed: \(error)")
+                        out.say("  \(dialect.rawValue): \(name) failed, no Python baseline from here on: \(error)")
+                    }
+                }
+                out.say(progress)
+            }
+        }
+        for dialect in options.dialects {
+            report(dialect, series[dialect] ?? Series(), plan: plans[dialect]!, out: out)
+        }
+    }
+
+    static func report(_ dialect: BenchDialect, _ series: Series, plan: PythonBaseline.Plan, out: BenchOutput) {
+        typealias Rounds = [TransportBenchmark.Throughput]
+        func best(_ rounds: Rounds, _ figure: (TransportBenchmark.Throughput) -> Double) -> Double {
+            rounds.map(figure).max() ?? .nan
+        }
+        func median(_ rounds: Rounds, _ figure: (TransportBenchmark.Throughput) -> Double) -> Double {
+            rounds.isEmpty ? .nan : Measure.median(rounds.map(figure))
+        }
+        func line(_ label: String, _ rounds: Rounds) -> String {
+            "    \(label): best \(Format.rate(best(rounds, \.perCPUSecond)))/CPU-s, \(Format.rate(best(rounds, \.perSecond)))/s wall; "
+                + "median \(Format.rate(median(rounds, \.perCPUSecond)))/CPU-s, \(Format.rate(median(rounds, \.perSecond)))/s wall "
+                + "(rounds, k/CPU-s: " + rounds.map { String(format: "%.0f", $0.perCPUSecond / 1e3) }.joined(separator: " ") + ")"
+        }
+        out.say("  \(dialect.rawValue):")
+        out.say(line("session  ", series.session))
+        out.say(line("transport", series.transport))
+        var note: String?
+        switch plan {
+        case .run(let name, _, _, let reason):
+            out.say(line(name, series.python))
+            note = reason
+        case .skipped(let name, let reason):
+            out.say("    \(name): skipped: \(reason)")
+            note = "skipped: " + reason
+        }
+        let sessionBest = best(series.session, \.perCPUSecond)
+        let sessionMedian = median(series.session, \.perCPUSecond)
+        let pythonBest = best(series.python, \.perCPUSecond)
+        let pythonMedian = median(series.python, \.perCPUSecond)
+        out.say("    session / \(plan.name), per CPU-second: \(Format.ratio(sessionBest / pythonBest)) best, "
+                + "\(Format.ratio(sessionMedian / pythonMedian)) median; transport / session: "
+                + "\(Format.ratio(best(series.transport, \.perCPUSecond) / sessionBest)) best, "
+                + "\(Format.ratio(median(series.transport, \.perCPUSecond) / sessionMedian)) median "
+                + String(format: "(the session adds %.2f µs per event over the transport, medians)",
+                         (1 / sessionMedian - 1 / median(series.transport, \.perCPUSecond)) * 1e6))
+
+        let metrics: [(String, (TransportBenchmark.Throughput) -> Double, Bool)] = [
+            ("events_per_cpu_s", { $0.perCPUSecond }, false), ("events_per_cpu_s_median", { $0.perCPUSecond }, true),
+            ("events_per_wall_s", { $0.perSecond }, false), ("events_per_wall_s_median", { $0.perSecond }, true),
+        ]
+        for (metric, figure, isMedian) in metrics {
+            let pick: (Rounds) -> Double = { isMedian ? median($0, figure) : best($0, figure) }
+            out.figure("dialects", dialect.rawValue, metric, pick(series.session),
+                       baseline: plan.name, baselineValue: pick(series.python), note: note)
+            out.figure("dialects", dialect.rawValue, metric, pick(series.session),
+                       baseline: "transport", baselineValue: pick(series.transport))
+        }
+    }
+
+    // MARK: Rounds
+
+    /// A `RealtimeSession` as an app makes it (its own one-thread event loop, the default delivery queue).
+    static func sessionRound(_ dialect: BenchDialect, events: Int) async throws -> TransportBenchmark.Throughput {
+        let blaster = try ChildProcess(arguments: ["dialects", "blaster", "--dialect", dialect.rawValue,
+                                                   "--count", String(events)], core: blasterCore)
+        defer { blaster.stop(grace: 2) }
+        let port = try blaster.readPort()
+        let session = RealtimeSession(dialect: dialect.dialect(port: port))
+        defer { session.disconnect() }
+        let handled = Countdown(events)
+        let channel = session.channel(dialect.channel)
+        channel.on(dialect.eventName) { _ in _ = handled.tick() }
+        try await session.connect()
+        _ = try await channel.subscribed()
+        _ = try blaster.expectLine("READY")
+        return try timed(events: events, blaster: blaster, label: "\(dialect.rawValue) session") {
+            handled.wait(seconds: $0) ? nil : "\(handled.count) of \(events) events handled"
+        }
+    }
+
+    /// The transport alone: a `WebSocketTransport` counting the frames of the same blaster, without the
+    /// dialect's handshake.
+    static func transportRound(_ dialect: BenchDialect, events: Int) throws -> TransportBenchmark.Throughput {
+        let blaster = try ChildProcess(arguments: ["dialects", "blaster", "--dialect", dialect.rawValue,
+                                                   "--count", String(events), "--raw"], core: blasterCore)
+        defer { blaster.stop(grace: 2) }
+        let port = try blaster.readPort()
+        let received = Countdown(events)
+        let opened = DispatchSemaphore(value: 0)
+        let connection = WebSocketTransport().open(dialect.rawRequest(port: port)) { event in
+            switch event {
+            case .opened: opened.signal()
+            case .received(let frames): received.add(frames.count)
+            case .closed: opened.signal()
+            }
+        }
+        defer { connection.close(code: 1000, reason: "") }
+        guard opened.wait(timeout: .now() + 30) == .success else { throw BenchmarkFailure("transport: not opened") }
+        _ = try blaster.expectLine("READY")
+        return try timed(events: events, blaster: blaster, label: "\(dialect.rawValue) transport") {
+            received.wait(seconds: $0) ? nil : "\(received.count) of \(events) frames received"
+        }
+    }
+
+    /// Client CPU and wall time from `GO` until `wait` sees the last event (it returns what went wrong, or nil).
+    static func timed(events: Int, blaster: ChildProcess, label: String,
+                      wait: (Double) -> String?) throws -> TransportBenchmark.Throughput {
+        let cpu = Measure.cpuSeconds()
+        let start = Measure.nanoseconds()
+        blaster.writeLine("GO")
+        if let failure = wait(max(120, Double(events) / 5_000)) { throw BenchmarkFailure("\(label): \(failure)") }
+        return TransportBenchmark.Throughput(messages: events, seconds: Double(Measure.nanoseconds() - start) / 1e9,
+                                             cpuSeconds: Measure.cpuSeconds() - cpu)
+    }
+
+    /// A Python client as a child on core 0: it prints `READY` once subscribed and `DONE n` after `n` events,
+    /// then leaves when its stdin closes.
+    static func pythonRound(_ dialect: BenchDialect, python: String, script: String, arguments: [String],
+                            events: Int) throws -> TransportBenchmark.Throughput {
+        let blaster = try ChildProcess(arguments: ["dialects", "blaster", "--dialect", dialect.rawValue,
+                                                   "--count", String(events)], core: blasterCore)
+        defer { blaster.stop(grace: 2) }
+        let port = try blaster.readPort()
+        let client = try ChildProcess(arguments: [script, "--port", String(port), "--count", String(events)] + arguments,
+                                      core: clientCore, executable: python)
+        defer { client.stop(grace: 5) }
+        _ = try client.expectLine("READY", timeout: 60)
+        _ = try blaster.expectLine("READY")
+        guard let cpu = Measure.cpuSeconds(ofProcess: client.pid) else { throw BenchmarkFailure("python: no /proc entry") }
+        let start = Measure.nanoseconds()
+        blaster.writeLine("GO")
+        _ = try client.expectLine("DONE", timeout: max(300, Double(events) / 1_000))
+        let seconds = Double(Measure.nanoseconds() - start) / 1e9
+        guard let cpuAfter = Measure.cpuSeconds(ofProcess: client.pid) else { throw BenchmarkFailure("python: exited early") }
+        return TransportBenchmark.Throughput(messages: events, seconds: seconds, cpuSeconds: cpuAfter - cpu)
+    }
+}

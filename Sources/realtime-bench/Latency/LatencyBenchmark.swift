@@ -1,0 +1,182 @@
+import Foundation
+import Realtime
+
+/// `realtime-bench latency`: paced traffic, as a live app sees it. The blaster (`dialects blaster --rate`)
+/// writes one event per write at a fixed rate, each stamped with CLOCK_MONOTONIC just before it is built
+/// and written; the handler subtracts the stamp from the same clock when it runs. Reported per dialect and
+/// delivery target: p50 / p99 / p99.9 / max of that delay over every event of the run, and the client's CPU
+/// per event (getrusage of this process over the run, idle wake-ups included, divided by the events).
+/// Beside each, in the same run at the same rate, the transport alone (a `WebSocketTransport` reading the
+/// stamp in its receive callback). Nothing is pinned: the client's threads go where the scheduler puts
+/// them, as an app's would.
+///
+/// Delivery targets: `default` (the session's private serial queue), `inline` (the event loop's thread),
+/// `main` (the main queue; this program's main thread is parked in Dispatch's main loop while suites run).
+///
+/// Options: `--rates 1000,10000`, `--seconds S` (5; 0.3 with `--quick`), `--delivery default,inline,main`,
+/// `--only DIALECT`, `--quick`, `--json`.
+enum LatencyBenchmark {
+    enum Target: String, CaseIterable {
+        case standard = "default"
+        case inline
+        case main
+
+        var delivery: DeliveryTarget? {
+            switch self {
+            case .standard: nil
+            case .inline: .inline
+            case .main: .main
+            }
+        }
+    }
+
+    struct Run {
+        /// Write-to-handler delays in nanoseconds, sorted.
+        var delays: [UInt64]
+        var cpuSecondsPerEvent: Double
+
+        func figure(_ metric: String) -> Double {
+            switch metric {
+            case "p50_us": Double(Measure.percentile(delays, 0.5)) / 1e3
+            case "p99_us": Double(Measure.percentile(delays, 0.99)) / 1e3
+            case "p999_us": Double(Measure.percentile(delays, 0.999)) / 1e3
+            case "max_us": Double(delays.last ?? 0) / 1e3
+            default: cpuSecondsPerEvent * 1e6
+            }
+        }
+
+        var summary: String {
+            String(format: "p50 %.0f µs, p99 %.0f µs, p99.9 %.0f µs, max %.0f µs; CPU %.1f µs/event",
+                   figure("p50_us"), figure("p99_us"), figure("p999_us"), figure("max_us"), figure("cpu"))
+        }
+    }
+
+    static let metrics = ["p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_event"]
+
+    static func run(arguments: [String]) async throws {
+        let options = try BenchOptions(arguments)
+        let out = options.output
+        Measure.unpinProcess()
+        let rates = (BenchOptions.string("--rates", in: arguments) ?? "1000,10000").split(separator: ",").compactMap { Double($0) }
+        let seconds = options.double("--seconds", full: 5, quick: 0.3)
+        let targets = try (BenchOptions.string("--delivery", in: arguments)?.split(separator: ",").map { name in
+            guard let target = Target(rawValue: String(name)) else {
+                throw BenchmarkFailure("--delivery takes default, inline, main, not \(name)")
+            }
+            return target
+        }) ?? Target.allCases
+        out.say("latency: paced events of ~150 B, one per write, \(seconds) s per row; delay = CLOCK_MONOTONIC at the "
+                + "handler minus the stamp the blaster took before writing; CPU = this process's getrusage over the "
+                + "row / events; nothing pinned")
+        for rate in rates {
+            let events = max(1, Int(rate * seconds))
+            let transport = try transportRun(rate: rate, seconds: seconds, events: events)
+            out.say(String(format: "  %.0f events/s (%d events per row)", rate, events))
+            out.say("    transport alone      " + transport.summary)
+            for metric in metrics {
+                out.figure("latency", "transport@\(Int(rate))", metric, transport.figure(metric))
+            }
+            for dialect in options.dialects {
+                for target in targets {
+                    let run = try await sessionRun(dialect, target: target, rate: rate, seconds: seconds, events: events)
+                    out.say("    \((dialect.rawValue + " " + target.rawValue).padding(toLength: 21, withPad: " ", startingAt: 0))"
+                            + run.summary)
+                    for metric in metrics {
+                        out.figure("latency", "\(dialect.rawValue)/\(target.rawValue)@\(Int(rate))", metric, run.figure(metric),
+                                   baseline: "transport", baselineValue: transport.figure(metric))
+                    }
+                }
+            }
+        }
+    }
+
+    static func blaster(_ dialect: BenchDialect, rate: Double, seconds: Double, raw: Bool) throws -> ChildProcess {
+        try ChildProcess(arguments: ["dialects", "blaster", "--dialect", dialect.rawValue, "--rate", String(rate),
+                                     "--seconds", String(seconds)] + (raw ? ["--raw"] : []), core: nil)
+    }
+
+    static func sessionRun(_ dialect: BenchDialect, target: Target, rate: Double, seconds: Double,
+                           events: Int) async throws -> Run {
+        let blaster = try blaster(dialect, rate: rate, seconds: seconds, raw: false)
+        defer { blaster.stop(grace: 2) }
+        let port = try blaster.readPort()
+        let session = RealtimeSession(dialect: dialect.dialect(port: port), options: SessionOptions(delivery: target.delivery))
+        defer { session.disconnect() }
+        let delays = Locked<[UInt64]>([])
+        delays.withLock { $0.reserveCapacity(events) }
+        let handled = Countdown(events)
+        let channel = session.channel(dialect.channel)
+        channel.on(dialect.eventName) { event in
+            let now = Measure.nanoseconds()
+            if let stamp = event.data["t"]?.integerValue {
+                delays.withLock { $0.append(now &- UInt64(stamp)) }
+            }
+            _ = handled.tick()
+        }
+        try await session.connect()
+        _ = try await channel.subscribed()
+        _ = try blaster.expectLine("READY")
+        let cpu = try paced(blaster: blaster, seconds: seconds, label: "\(dialect.rawValue) \(target.rawValue)") {
+            handled.wait(seconds: $0) ? nil : "\(handled.count) of \(events) events handled"
+        }
+        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: cpu / Double(events))
+    }
+
+    /// The transport alone on Socket.IO's frames, the stamp read from the text in the receive callback.
+    static func transportRun(rate: Double, seconds: Double, events: Int) throws -> Run {
+        let blaster = try blaster(.socketIO, rate: rate, seconds: seconds, raw: true)
+        defer { blaster.stop(grace: 2) }
+        let port = try blaster.readPort()
+        let delays = Locked<[UInt64]>([])
+        delays.withLock { $0.reserveCapacity(events) }
+        let received = Countdown(events)
+        let opened = DispatchSemaphore(value: 0)
+        let connection = WebSocketTransport().open(BenchDialect.socketIO.rawRequest(port: port)) { event in
+            switch event {
+            case .opened, .closed:
+                opened.signal()
+            case .received(let frames):
+                let now = Measure.nanoseconds()
+                delays.withLock { delays in
+                    for case .text(let text) in frames {
+                        if let stamp = stamp(in: text) { delays.append(now &- stamp) }
+                    }
+                }
+                received.add(frames.count)
+            }
+        }
+        defer { connection.close(code: 1000, reason: "") }
+        guard opened.wait(timeout: .now() + 30) == .success else { throw BenchmarkFailure("transport: not opened") }
+        _ = try blaster.expectLine("READY")
+        let cpu = try paced(blaster: blaster, seconds: seconds, label: "transport") {
+            received.wait(seconds: $0) ? nil : "\(received.count) of \(events) frames received"
+        }
+        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: cpu / Double(events))
+    }
+
+    /// This process's CPU seconds from `GO` until `wait` sees the last event.
+    static func paced(blaster: ChildProcess, seconds: Double, label: String, wait: (Double) -> String?) throws -> Double {
+        let cpu = Measure.cpuSeconds()
+        blaster.writeLine("GO")
+        if let failure = wait(seconds + 60) { throw BenchmarkFailure("\(label): \(failure)") }
+        return Measure.cpuSeconds() - cpu
+    }
+
+    /// The digits after `"t":` in a frame's text.
+    static func stamp(in text: String) -> UInt64? {
+        var utf8 = Array(text.utf8.prefix(64))[...]
+        let key = Array(#""t":"#.utf8)
+        while utf8.count > key.count {
+            if utf8.starts(with: key) {
+                var value: UInt64 = 0
+                for byte in utf8.dropFirst(key.count) {
+                    guard byte >= 48 && byte <= 57 else { break }
+                    value = value * 10 + UInt64(byte - 48)
+                }
+                return value
+            }
+            utf8 = utf8.dropFirst()
+        }
+        return nil
+    }
+}

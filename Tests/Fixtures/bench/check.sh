@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Smoke run of `realtime-bench dialects`, `latency` and `scale` with --quick --json (Tests/run-all runs it):
+# checks that every expected figure comes out as a number, never what the number is.
+# Usage: Tests/Fixtures/bench/check.sh [path/to/realtime-bench]   (default: the debug build run-all makes)
+# With REALTIME_REQUIRE_PEERS=1 (run-all) a Python baseline must come out too; otherwise a skipped one
+# (null, with a note saying why) is accepted.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+bench="${1:-.build/debug/realtime-bench}"
+if [ ! -x "$bench" ]; then
+    echo "bench smoke: $bench is not built" >&2
+    exit 1
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+status=0
+for suite in dialects latency scale; do
+    started=$SECONDS
+    if ! timeout 900 "$bench" "$suite" --quick --json >"$out/$suite.jsonl" 2>"$out/$suite.log"; then
+        echo "bench smoke: realtime-bench $suite --quick --json failed; its last lines:"
+        tail -n 20 "$out/$suite.log"
+        status=1
+    fi
+    echo "bench smoke: $suite --quick took $((SECONDS - started)) s"
+done
+python3 - "$out" "${REALTIME_REQUIRE_PEERS:-0}" <<'EOF' || status=1
+import json
+import sys
+
+folder, require_python = sys.argv[1], sys.argv[2] == "1"
+dialects = ["socketio", "pusher", "actioncable"]
+python_names = {"python-socketio AsyncClient", "pysher", "websockets+json loop", "python"}
+expected = {}  # (bench, case, metric, baseline kind) -> description
+for dialect in dialects:
+    for metric in ["events_per_cpu_s", "events_per_cpu_s_median", "events_per_wall_s", "events_per_wall_s_median"]:
+        expected[("dialects", dialect, metric, "transport")] = True
+        expected[("dialects", dialect, metric, "python")] = require_python
+for rate in [1000, 10000]:
+    cases = [f"transport@{rate}"] + [f"{d}/{t}@{rate}" for d in dialects for t in ["default", "inline", "main"]]
+    for case in cases:
+        for metric in ["p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_event"]:
+            expected[("latency", case, metric, "transport" if "/" in case else None)] = True
+for metric in ["rss_bytes_per_connection", "heap_bytes_per_connection", "threads"]:
+    expected[("scale", "transport", metric, None)] = True
+for dialect in dialects:
+    for metric in ["heap_bytes_per_channel", "rss_bytes_per_channel", "heap_bytes_per_handler", "rss_bytes_per_handler",
+                   "heap_bytes_per_handler_distinct_events", "rss_bytes_per_handler_distinct_events",
+                   "sessions_open", "reconnect_resubscribe_ms", "reconnect_resubscribe_ms_median",
+                   "reconnect_resubscribe_from_attempt_ms", "reconnect_resubscribe_from_attempt_ms_median"]:
+        expected[("scale", dialect, metric, None)] = True
+    for metric in ["rss_bytes_per_session", "heap_bytes_per_session", "threads", "threads_idle"]:
+        expected[("scale", dialect, metric, "transport")] = True
+
+problems, seen, count, skipped = [], {}, 0, set()
+for suite in ["dialects", "latency", "scale"]:
+    try:
+        lines = open(f"{folder}/{suite}.jsonl").read().splitlines()
+    except OSError:
+        lines = []
+    for number, line in enumerate(lines, 1):
+        try:
+            figure = json.loads(line)
+        except ValueError:
+            problems.append(f"{suite} line {number} is not JSON: {line[:120]}")
+            continue
+        count += 1
+        keys = {"bench", "case", "metric", "value", "baseline", "baseline_value"}
+        if not keys <= figure.keys():
+            problems.append(f"{suite} line {number} lacks {sorted(keys - figure.keys())}")
+            continue
+        baseline = figure["baseline"]
+        kind = "python" if baseline in python_names else baseline
+        seen[(figure["bench"], figure["case"], figure["metric"], kind)] = figure
+for key, must_have_baseline in expected.items():
+    figure = seen.get(key)
+    if figure is None:
+        if key[3] == "python" and not must_have_baseline:
+            continue
+        problems.append(f"missing: {key[0]} {key[1]} {key[2]}" + (f" beside {key[3]}" if key[3] else ""))
+        continue
+    if not isinstance(figure["value"], (int, float)):
+        problems.append(f"no value: {key[0]} {key[1]} {key[2]}")
+    if key[3] is not None and not isinstance(figure["baseline_value"], (int, float)):
+        if key[3] == "python" and not must_have_baseline:
+            if key[1] not in skipped:
+                skipped.add(key[1])
+                print(f"bench smoke: Python baseline skipped for {key[1]}: {figure.get('note', 'no note')}")
+        else:
+            problems.append(f"no baseline value: {key[0]} {key[1]} {key[2]} beside {key[3]}")
+for problem in problems:
+    print("bench smoke: " + problem)
+print(f"bench smoke: {count} figures read, {len(problems)} problems")
+sys.exit(1 if problems else 0)
+EOF
+exit $status
