@@ -108,6 +108,16 @@ struct ProxyTunnelHandshakeTests {
             #expect(error.message.contains("the credentials sent were refused"), "\(error)")
             #expect(!"\(error)".contains("wrong"))
         }
+        // tinyproxy's answer to refused credentials.
+        let tinyproxy = "HTTP/1.0 401 Unauthorized\r\nServer: tinyproxy/1.11.1\r\nWWW-Authenticate: Basic realm=\"Tinyproxy\"\r\n"
+            + "Connection: close\r\n\r\n<html></html>"
+        for progress in outcomes(tinyproxy, proxy: withCredentials) {
+            let error = try #require(failure(progress))
+            #expect(error.code == .proxyFailed)
+            #expect(error.context.httpStatus == 401)
+            #expect(error.message.contains("requires authentication") && error.message.contains("the credentials sent were refused"))
+            #expect(error.context.detail == "HTTP 401 Unauthorized; WWW-Authenticate: Basic realm=\"Tinyproxy\"")
+        }
     }
 
     @Test("403, 502 and others: the tunnel refused, with the status and reason phrase", arguments: [

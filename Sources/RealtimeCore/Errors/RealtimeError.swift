@@ -15,7 +15,8 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
         /// Name resolution, TCP connect, read or write failed.
         public static let transportFailed = Code(rawValue: "transport-failed")
         /// The HTTP proxy (``ProxyConfiguration``) could not be reached, refused the tunnel (`context.httpStatus`:
-        /// 407 when it wants credentials or refused the ones sent), or answered something that is not HTTP.
+        /// 407, or 401 from tinyproxy, when it wants credentials or refused the ones sent), or answered something
+        /// that is not HTTP.
         public static let proxyFailed = Code(rawValue: "proxy-failed")
         /// The connection attempt did not finish within its timeout.
         public static let connectTimedOut = Code(rawValue: "connect-timed-out")

@@ -151,19 +151,22 @@ package struct ProxyTunnelHandshake: Sendable {
                       context: .init(detail: ["bad answer", detail].compactMap { $0 }.joined(separator: ": ")))
     }
 
+    /// 407 asks for credentials; a 401 to `CONNECT` can only be the proxy's too (tinyproxy answers refused
+    /// credentials with it), so both say whether any were sent.
     private func refusal(status: Int, reason: String, head: HTTPHead) -> RealtimeError {
         let phrase = reason.isEmpty ? "HTTP \(status)" : "HTTP \(status) \(reason)"
-        guard status == 407 else {
+        guard status == 407 || status == 401 else {
             return RealtimeError(.proxyFailed, "the proxy \(proxy.authority) refused the tunnel to \(target): \(phrase)",
                                  context: .init(httpStatus: status, detail: phrase))
         }
         let sent = proxy.credentials == nil
             ? "no credentials were sent (set ProxyConfiguration.credentials)"
             : "the credentials sent were refused"
-        let challenge = head.values("proxy-authenticate").map { "Proxy-Authenticate: \($0)" }
+        let challenge = head.headers.filter { $0.name == "proxy-authenticate" || $0.name == "www-authenticate" }
+            .map { "\($0.name == "www-authenticate" ? "WWW" : "Proxy")-Authenticate: \($0.value)" }
         return RealtimeError(.proxyFailed,
                              "the proxy \(proxy.authority) requires authentication (\(phrase)): \(sent)",
-                             context: .init(httpStatus: 407,
+                             context: .init(httpStatus: status,
                                             detail: ([phrase] + challenge).joined(separator: "; ")))
     }
 }
