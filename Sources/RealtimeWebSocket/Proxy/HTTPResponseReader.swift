@@ -7,8 +7,8 @@ import RealtimeCore
 /// (``endOfStream()``). Interim 1xx heads are skipped; bytes after the body are ignored (the request said
 /// `Connection: close`). Malformed input fails with `.transportFailed`, a head or body over its limit with
 /// `.limitExceeded`.
-struct HTTPResponseReader {
-    enum Progress: Equatable {
+package struct HTTPResponseReader {
+    package enum Progress: Equatable {
         case needsMore
         case complete(HTTPResponse)
     }
@@ -27,8 +27,8 @@ struct HTTPResponseReader {
         case trailers
     }
 
-    let maximumHeadSize: Int
-    let maximumBodySize: Int
+    package let maximumHeadSize: Int
+    package let maximumBodySize: Int
     private var buffer: [UInt8] = []
     /// The head's end is not before this index.
     private var scannedUpTo = 0
@@ -38,17 +38,17 @@ struct HTTPResponseReader {
     private var chunkStep = ChunkStep.size
     private var isFinished = false
 
-    init(maximumHeadSize: Int = 65_536, maximumBodySize: Int) {
+    package init(maximumHeadSize: Int = 65_536, maximumBodySize: Int) {
         self.maximumHeadSize = maximumHeadSize
         self.maximumBodySize = maximumBodySize
     }
 
     /// Takes the next bytes of the stream.
-    mutating func receive(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) -> Progress {
+    package mutating func receive(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) -> Progress {
         try receive(appending: bytes)
     }
 
-    mutating func receive(_ bytes: [UInt8]) throws(RealtimeError) -> Progress {
+    package mutating func receive(_ bytes: [UInt8]) throws(RealtimeError) -> Progress {
         try receive(appending: bytes)
     }
 
@@ -62,7 +62,7 @@ struct HTTPResponseReader {
     }
 
     /// The stream ended: the response, when its body runs to the end; otherwise why it is incomplete.
-    mutating func endOfStream() throws(RealtimeError) -> HTTPResponse {
+    package mutating func endOfStream() throws(RealtimeError) -> HTTPResponse {
         guard let head, !isFinished else {
             throw RealtimeError(.transportFailed, buffer.isEmpty
                                 ? "the server closed the connection without answering"

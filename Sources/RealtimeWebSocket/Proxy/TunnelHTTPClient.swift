@@ -7,7 +7,8 @@ import RealtimeCore
 /// It exists because swift-corelibs-foundation's `URLSession` (libcurl) ignores
 /// `URLSessionConfiguration.connectionProxyDictionary`: it reads only the `http_proxy`/`https_proxy`
 /// environment variables, process-wide. `WebSocketTransport` hands it to Socket.IO's long-polling when the
-/// transport has a proxy, so polling takes the same route as the WebSocket. One connection per request.
+/// transport has a proxy, so polling takes the same route as the WebSocket. One connection per request, so
+/// no per-host limit is needed: polling has at most a GET and a POST in flight.
 final class TunnelHTTPClient: HTTPClient {
     /// The largest response body accepted: above Engine.IO's default `maxHttpBufferSize` (1 MB) by far,
     /// and a bound on what a server can make the client hold.
@@ -81,6 +82,13 @@ final class TunnelHTTPClient: HTTPClient {
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let secure = scheme == "https"
+        // As for ws://: plain http to this machine's server must not cross the network to a proxy elsewhere.
+        // (Plain http to a remote server was already allowed explicitly by the request, or refused.)
+        if !secure, Loopback.contains(host: host), !Loopback.contains(host: proxy.host) {
+            throw RealtimeError(.invalidArgument,
+                                "refusing unencrypted http:// through the \(proxy), which is not on this machine: use https://",
+                                context: .init(detail: url.host))
+        }
         return HTTPExchangeChannel.Target(host: host, port: url.port ?? (secure ? 443 : 80),
                                           tlsContext: secure ? try tlsContext() : nil, proxy: proxy)
     }
