@@ -100,7 +100,8 @@ struct ProxyTunnelHandshakeTests {
             #expect(error.code == .proxyFailed)
             #expect(error.context.httpStatus == 407)
             #expect(error.message.contains("no credentials were sent"), "\(error)")
-            #expect(error.context.detail == "HTTP 407 Proxy Authentication Required; Proxy-Authenticate: Basic realm=\"corp\"")
+            #expect(error.message.contains("(HTTP 407 Proxy Authentication Required)"), "\(error)")
+            #expect(error.context.detail == "Proxy-Authenticate: Basic realm=\"corp\"")
         }
         let withCredentials = ProxyConfiguration(host: "p", port: 1, credentials: .init(username: "u", password: "wrong"))
         for progress in outcomes(answer, proxy: withCredentials) {
@@ -116,23 +117,24 @@ struct ProxyTunnelHandshakeTests {
             #expect(error.code == .proxyFailed)
             #expect(error.context.httpStatus == 401)
             #expect(error.message.contains("requires authentication") && error.message.contains("the credentials sent were refused"))
-            #expect(error.context.detail == "HTTP 401 Unauthorized; WWW-Authenticate: Basic realm=\"Tinyproxy\"")
+            #expect(error.context.detail == "WWW-Authenticate: Basic realm=\"Tinyproxy\"")
         }
     }
 
     @Test("403, 502 and others: the tunnel refused, with the status and reason phrase", arguments: [
-        ("HTTP/1.1 403 Forbidden\r\n\r\n", 403, "HTTP 403 Forbidden"),
-        ("HTTP/1.0 502 Bad Gateway\r\nContent-Type: text/html\r\n\r\n<html>unreachable</html>", 502, "HTTP 502 Bad Gateway"),
-        ("HTTP/1.1 503 \r\n\r\n", 503, "HTTP 503"),
-        ("HTTP/1.1 301 Moved Permanently\r\nLocation: http://elsewhere\r\n\r\n", 301, "HTTP 301 Moved Permanently"),
-        ("HTTP/1.1 101 Switching Protocols\r\n\r\n", 101, "HTTP 101 Switching Protocols"),
+        ("HTTP/1.1 403 Forbidden\r\n\r\n", 403, "Forbidden"),
+        ("HTTP/1.0 502 Bad Gateway\r\nContent-Type: text/html\r\n\r\n<html>unreachable</html>", 502, "Bad Gateway"),
+        ("HTTP/1.1 503 \r\n\r\n", 503, ""),
+        ("HTTP/1.1 301 Moved Permanently\r\nLocation: http://elsewhere\r\n\r\n", 301, "Moved Permanently"),
+        ("HTTP/1.1 101 Switching Protocols\r\n\r\n", 101, "Switching Protocols"),
     ])
-    func refused(answer: String, status: Int, phrase: String) throws {
+    func refused(answer: String, status: Int, reason: String) throws {
         for progress in outcomes(answer) {
             let error = try #require(failure(progress))
             #expect(error.code == .proxyFailed)
             #expect(error.context.httpStatus == status)
-            #expect(error.context.detail == phrase)
+            #expect(error.context.detail == (reason.isEmpty ? nil : reason))
+            let phrase = reason.isEmpty ? "HTTP \(status)" : "HTTP \(status) \(reason)"
             #expect(error.message == "the proxy proxy.corp:3128 refused the tunnel to api.example.com:443: \(phrase)")
         }
     }

@@ -151,13 +151,14 @@ package struct ProxyTunnelHandshake: Sendable {
                       context: .init(detail: ["bad answer", detail].compactMap { $0 }.joined(separator: ": ")))
     }
 
-    /// 407 asks for credentials; a 401 to `CONNECT` can only be the proxy's too (tinyproxy answers refused
-    /// credentials with it), so both say whether any were sent.
+    /// The status goes in `context.httpStatus` and the message; `context.detail` holds the reason phrase, or
+    /// for 407 the proxy's challenge. A 401 to `CONNECT` can only be the proxy's too (tinyproxy answers
+    /// refused credentials with it), so 401 and 407 both say whether credentials were sent.
     private func refusal(status: Int, reason: String, head: HTTPHead) -> RealtimeError {
         let phrase = reason.isEmpty ? "HTTP \(status)" : "HTTP \(status) \(reason)"
         guard status == 407 || status == 401 else {
             return RealtimeError(.proxyFailed, "the proxy \(proxy.authority) refused the tunnel to \(target): \(phrase)",
-                                 context: .init(httpStatus: status, detail: phrase))
+                                 context: .init(httpStatus: status, detail: reason.isEmpty ? nil : reason))
         }
         let sent = proxy.credentials == nil
             ? "no credentials were sent (set ProxyConfiguration.credentials)"
@@ -167,6 +168,6 @@ package struct ProxyTunnelHandshake: Sendable {
         return RealtimeError(.proxyFailed,
                              "the proxy \(proxy.authority) requires authentication (\(phrase)): \(sent)",
                              context: .init(httpStatus: status,
-                                            detail: ([phrase] + challenge).joined(separator: "; ")))
+                                            detail: challenge.isEmpty ? nil : challenge.joined(separator: "; ")))
     }
 }
