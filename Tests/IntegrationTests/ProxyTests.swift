@@ -255,6 +255,22 @@ struct ProxyTests {
         print("proxy: bad answer: \(error)")
     }
 
+    @Test("bytes in the same answer after the proxy's 200 are the server's: they reach the upgrade (ws) and TLS (wss)")
+    func bytesAfterTheAnswer() async throws {
+        let established = "HTTP/1.1 200 Connection established\r\n\r\n"
+        let plain = try await ScriptedConnectProxy.start(.answer(established + "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"))
+        defer { plain.stop() }
+        let upgrade = try #require(failure(of: await openOutcome(
+            proxiedTransport(ProxyConfiguration(host: "127.0.0.1", port: plain.port)), URL(string: "ws://127.0.0.1:9/socket")!)))
+        #expect(upgrade.code == .handshakeRejected && upgrade.context.httpStatus == 403, "\(upgrade)")
+        let secure = try await ScriptedConnectProxy.start(.answer(established + "this is not a TLS record\r\n"))
+        defer { secure.stop() }
+        let tls = try #require(failure(of: await openOutcome(
+            proxiedTransport(ProxyConfiguration(host: "127.0.0.1", port: secure.port)), URL(string: "wss://api.example.com/")!)))
+        #expect(tls.code == .tlsFailed, "\(tls)")
+        print("proxy: leftover to the upgrade: \(upgrade); to TLS: \(tls)")
+    }
+
     @Test("a proxy that never answers CONNECT: the connect timeout, naming the proxy and the phase")
     func silentProxy() async throws {
         let proxy = try await ScriptedConnectProxy.start(.silent)
