@@ -67,6 +67,15 @@ struct ProxyTunnelHandshakeTests {
             + "Proxy-Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==\r\n\r\n")
     }
 
+    @Test("the request, if it were ever logged, loses its credentials to Redaction")
+    func requestRedacts() {
+        let proxy = ProxyConfiguration(host: "p", port: 1, credentials: .init(username: "alice", password: "s3cret"))
+        let request = String(decoding: tunnel(proxy).requestBytes, as: UTF8.self)
+        let redacted = Redaction.redact(request)
+        #expect(!redacted.contains(proxy.authorizationHeaderValue!.dropFirst(6)))
+        #expect(redacted.contains("Proxy-Authorization: <redacted>"), "\(redacted)")
+    }
+
     @Test("200 with headers, split at every byte: established, and the bytes after the head are kept")
     func established() {
         let answer = "HTTP/1.1 200 Connection established\r\nProxy-Agent: test\r\nVia: 1.1 p\r\n\r\n"
