@@ -7,6 +7,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case json
     case websocketCodec = "websocket-codec"
     case upgradeResponse = "upgrade-response"
+    case proxyAnswer = "proxy-answer"
     case tlsRecords = "tls-records"
     case redaction
     case socketIOInbound = "socketio-inbound"
@@ -32,6 +33,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             case .json: try JSONFuzz.check(bytes)
             case .websocketCodec: try CodecFuzz.check(bytes)
             case .upgradeResponse: try UpgradeResponseFuzz.check(bytes)
+            case .proxyAnswer: try ProxyAnswerFuzz.check(bytes)
             case .tlsRecords:
                 #if canImport(COpenSSL)
                 try TLSRecordDifferential.check(bytes)

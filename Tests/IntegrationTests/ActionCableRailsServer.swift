@@ -11,10 +11,14 @@ import Testing
 /// 127.0.0.1 at a free port. Started per test, stopped by ``stop()``.
 final class RailsCableServer: Sendable {
     let port: UInt16
+    /// A second, TLS-only port when started with certificates.
+    let tlsPort: UInt16?
     let pid: pid_t
     let logPath: String
 
     var url: URL { URL(string: "ws://127.0.0.1:\(port)/cable")! }
+    /// The wss endpoint of ``tlsPort``.
+    var tlsURL: URL? { tlsPort.map { URL(string: "wss://127.0.0.1:\($0)/cable")! } }
 
     static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../Fixtures/actioncable/config.ru").standardizedFileURL.path
@@ -28,22 +32,32 @@ final class RailsCableServer: Sendable {
         return nil
     }
 
-    private init(port: UInt16, pid: pid_t, logPath: String) {
+    private init(port: UInt16, tlsPort: UInt16?, pid: pid_t, logPath: String) {
         self.port = port
+        self.tlsPort = tlsPort
         self.pid = pid
         self.logPath = logPath
     }
 
-    /// Starts puma and waits until `GET /health` answers (at most `timeout`).
-    static func start(timeout: Duration = .seconds(60)) async throws -> RailsCableServer {
+    /// Starts puma and waits until `GET /health` answers (at most `timeout`). With `tls`, puma also binds a
+    /// TLS port (``tlsPort``) serving that leaf certificate.
+    static func start(timeout: Duration = .seconds(60), tls: ChaosCertificates? = nil) async throws -> RailsCableServer {
         guard let puma = executable("puma") else { throw ActionCableLiveError("puma not found") }
         let port = try freePort()
+        var tlsPort: UInt16?
+        var binds = ["-b", "tcp://127.0.0.1:\(port)"]
+        if let tls {
+            var second = try freePort()
+            while second == port { second = try freePort() }
+            tlsPort = second
+            binds += ["-b", "ssl://127.0.0.1:\(second)?cert=\(tls.leaf)&key=\(tls.key)&verify_mode=none"]
+        }
         let logPath = NSTemporaryDirectory() + "actioncable-puma-\(port).log"
-        let arguments = [puma, "-b", "tcp://127.0.0.1:\(port)", "-t", "1:8", "-e", "development", fixture]
+        let arguments = [puma] + binds + ["-t", "1:8", "-e", "development", fixture]
         var environment = ProcessInfo.processInfo.environment
         environment["CABLE_LOG_LEVEL"] = "warn"
         let pid = try spawn(arguments, environment: environment, output: logPath)
-        let server = RailsCableServer(port: port, pid: pid, logPath: logPath)
+        let server = RailsCableServer(port: port, tlsPort: tlsPort, pid: pid, logPath: logPath)
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {

@@ -99,21 +99,22 @@ func bounded<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () asyn
     }
 }
 
-/// Certificates for 127.0.0.1 from a throwaway CA, made with the `openssl` CLI.
+/// Certificates for 127.0.0.1 (or the names given) from a throwaway CA, made with the `openssl` CLI.
 struct ChaosCertificates: Sendable {
     let directory: URL
     var ca: String { directory.appendingPathComponent("ca.pem").path }
     var leaf: String { directory.appendingPathComponent("leaf.pem").path }
     var key: String { directory.appendingPathComponent("leaf.key").path }
 
-    static func make() async throws -> ChaosCertificates {
+    /// - Parameter subjectAltName: the leaf's names, as openssl's `subjectAltName` extension spells them.
+    static func make(subjectAltName: String = "DNS:localhost,IP:127.0.0.1") async throws -> ChaosCertificates {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("realtime-chaos-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let script = """
         set -e
         cd "\(directory.path)"
-        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > leaf.ext
+        printf 'subjectAltName=\(subjectAltName)\\nbasicConstraints=CA:FALSE\\n' > leaf.ext
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
             -days 2 -subj "/CN=Realtime Chaos CA" 2>/dev/null
         openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr \

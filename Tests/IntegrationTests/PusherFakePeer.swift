@@ -19,6 +19,8 @@ final class PusherFakeServer: Sendable {
 
     let wsPort: Int
     let httpPort: Int
+    /// The leaf certificate the WebSocket port serves wss with, or nil for plain ws.
+    let tls: ChaosCertificates?
     private let process = Locked<Process?>(nil)
     private let output = PeerOutput()
 
@@ -47,18 +49,20 @@ final class PusherFakeServer: Sendable {
         return nil
     }
 
-    private init(wsPort: Int, httpPort: Int) {
+    private init(wsPort: Int, httpPort: Int, tls: ChaosCertificates?) {
         self.wsPort = wsPort
         self.httpPort = httpPort
+        self.tls = tls
     }
 
-    /// Starts pusher-fake on two free ports and waits for its ready line.
-    static func start() async throws -> PusherFakeServer {
+    /// Starts pusher-fake on two free ports and waits for its ready line; with `tls`, the WebSocket port
+    /// speaks wss only.
+    static func start(tls: ChaosCertificates? = nil) async throws -> PusherFakeServer {
         if let reason = unavailableReason { throw PusherFakeError(reason) }
         let wsPort = try freePort()
         var httpPort = try freePort()
         while httpPort == wsPort { httpPort = try freePort() }
-        let server = PusherFakeServer(wsPort: wsPort, httpPort: httpPort)
+        let server = PusherFakeServer(wsPort: wsPort, httpPort: httpPort, tls: tls)
         try await server.launch()
         return server
     }
@@ -79,6 +83,10 @@ final class PusherFakeServer: Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["PUSHER_WS_PORT"] = String(wsPort)
         environment["PUSHER_HTTP_PORT"] = String(httpPort)
+        if let tls {
+            environment["PUSHER_TLS_CERT"] = tls.leaf
+            environment["PUSHER_TLS_KEY"] = tls.key
+        }
         process.environment = environment
         let pipe = Pipe()
         process.standardOutput = pipe

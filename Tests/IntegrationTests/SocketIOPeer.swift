@@ -24,8 +24,8 @@ final class SocketIOPeer: Sendable {
         return peers.appendingPathComponent("socketio-venv/bin/python")
     }
 
-    /// Starts the server and waits for its ready line.
-    static func start(fastPing: Bool = false) async throws -> SocketIOPeer {
+    /// Starts the server and waits for its ready line; with `tls`, it serves https and wss only, with that leaf.
+    static func start(fastPing: Bool = false, tls: ChaosCertificates? = nil) async throws -> SocketIOPeer {
         guard FileManager.default.isExecutableFile(atPath: python.path) else {
             throw RealtimeError(.invalidArgument, "python-socketio peer missing: run Tests/Fixtures/socketio/provision.sh",
                                 context: .init(detail: python.path))
@@ -34,6 +34,7 @@ final class SocketIOPeer: Sendable {
         process.executableURL = python
         let script = repositoryRoot.appendingPathComponent("Tests/Fixtures/socketio/server.py").path
         process.arguments = [script, "0"] + (fastPing ? ["--fast-ping"] : [])
+            + (tls.map { ["--tls-cert", $0.leaf, "--tls-key", $0.key] } ?? [])
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = Pipe()  // held open while we live: the peer exits on EOF

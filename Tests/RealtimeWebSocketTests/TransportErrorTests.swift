@@ -77,6 +77,21 @@ struct TransportErrorTests {
         #expect(closure?.error?.message.contains("wss://") == true)
     }
 
+    @Test("through a proxy: plain ws:// only through a loopback proxy (or when allowed), and a malformed proxy is refused before any socket")
+    func proxyPolicy() async throws {
+        let remote = WebSocketTransport(configuration: .init(proxy: ProxyConfiguration(host: "proxy.corp.example", port: 3128)))
+        let plain = await openAndWaitForClose(ConnectionRequest(url: URL(string: "ws://127.0.0.1:9/")!), transport: remote)
+        #expect(plain?.error?.code == .invalidArgument)
+        #expect(plain?.error?.message.contains("through the proxy proxy.corp.example:3128, which is not on this machine") == true,
+                "\(String(describing: plain))")
+        for proxy in [ProxyConfiguration(host: "", port: 3128), ProxyConfiguration(host: "p", port: 70_000),
+                      ProxyConfiguration(host: "p", port: 1, credentials: .init(username: "a:b", password: ""))] {
+            let transport = WebSocketTransport(configuration: .init(proxy: proxy))
+            let closure = await openAndWaitForClose(ConnectionRequest(url: URL(string: "wss://example.com/")!), transport: transport)
+            #expect(closure?.error?.code == .invalidArgument, "\(proxy): \(String(describing: closure))")
+        }
+    }
+
     @Test("unsupported schemes are invalid arguments")
     func badScheme() async {
         let closure = await openAndWaitForClose(ConnectionRequest(url: URL(string: "ftp://127.0.0.1/")!))

@@ -162,11 +162,18 @@ public struct SocketIODialect: RealtimeDialect {
     /// policy of its own (pins, extra roots), `https` polling applies it through a `URLSession` delegate
     /// where `base` can evaluate a `SecTrust` (`NetworkWebSocketTransport` on Apple platforms); elsewhere
     /// (Linux, whose `URLSession` cannot be given roots or pins) it fails with `.unsupported`: use
-    /// `transports: [.websocket]` there.
+    /// `transports: [.websocket]` there. A transport that makes its own HTTP clients (the package's, which
+    /// route polling through their proxy) is asked for them instead.
     @_spi(DialectAuthoring) public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport {
         switch initialTransport {
         case .websocket: return base
         case .polling:
+            if let provider = base as? any HTTPClientProviding {
+                // One long-polling GET beside one POST.
+                return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil) {
+                    provider.makeHTTPClient(maximumConnectionsPerHost: 2)
+                }
+            }
             return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil, trust: HTTPTrustPolicy(of: base))
         }
     }

@@ -14,6 +14,10 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidArgument = Code(rawValue: "invalid-argument")
         /// Name resolution, TCP connect, read or write failed.
         public static let transportFailed = Code(rawValue: "transport-failed")
+        /// The HTTP proxy (``ProxyConfiguration``) could not be reached, refused the tunnel (`context.httpStatus`:
+        /// 407, or 401 from tinyproxy, when it wants credentials or refused the ones sent), or answered something
+        /// that is not HTTP.
+        public static let proxyFailed = Code(rawValue: "proxy-failed")
         /// The connection attempt did not finish within its timeout.
         public static let connectTimedOut = Code(rawValue: "connect-timed-out")
         /// The server answered the WebSocket upgrade with something other than 101.
@@ -67,7 +71,7 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
     public struct Context: Sendable, Hashable {
         /// WebSocket or dialect close code.
         public var closeCode: Int?
-        /// HTTP status of a rejected upgrade or auth request.
+        /// HTTP status of a rejected upgrade or auth request, or of a proxy that refused a tunnel.
         public var httpStatus: Int?
         /// The error payload the server sent, as JSON.
         public var serverPayload: JSONValue?

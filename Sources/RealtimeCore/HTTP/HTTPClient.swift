@@ -54,6 +54,26 @@ package protocol HTTPClient: Sendable {
     func finish()
 }
 
+/// A transport that makes the HTTP clients for requests that go beside its connections (Engine.IO
+/// long-polling), so that they take the same route as its connections (its proxy) and its TLS policy.
+package protocol HTTPClientProviding: RealtimeTransport {
+    /// A new client; `maximumConnectionsPerHost` bounds the requests it runs at once to one server.
+    func makeHTTPClient(maximumConnectionsPerHost: Int) -> any HTTPClient
+}
+
+/// A client that fails every request with one error: for a route the platform cannot take (a proxy
+/// Network.framework cannot apply before macOS 14), so that the failure is typed and not a bypass.
+package struct FailingHTTPClient: HTTPClient {
+    package let error: RealtimeError
+
+    package init(error: RealtimeError) { self.error = error }
+
+    package func start(_ request: HTTPRequest,
+                       completion: @escaping @Sendable (Result<HTTPResponse, RealtimeError>) -> Void) {
+        completion(.failure(error))
+    }
+}
+
 extension HTTPClient {
     package func refusal(for url: URL) -> RealtimeError? { nil }
     package func finish() {}

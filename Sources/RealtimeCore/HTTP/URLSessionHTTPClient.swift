@@ -15,7 +15,10 @@ package final class URLSessionHTTPClient: HTTPClient {
     /// - Parameters:
     ///   - trust: how `https` servers are verified.
     ///   - maximumConnectionsPerHost: the session's limit; nil keeps the platform's.
-    package init(trust: HTTPTrustPolicy = .platformDefault, maximumConnectionsPerHost: Int? = nil) {
+    ///   - configure: changes the session's configuration before the session is made (a proxy route, which
+    ///     only Network.framework's `proxyConfigurations` can express).
+    package init(trust: HTTPTrustPolicy = .platformDefault, maximumConnectionsPerHost: Int? = nil,
+                 configure: (URLSessionConfiguration) -> Void = { _ in }) {
         self.trust = trust
         var delegate: HTTPTrustDelegate?
         #if canImport(Security)
@@ -25,6 +28,7 @@ package final class URLSessionHTTPClient: HTTPClient {
         let configuration = URLSessionConfiguration.ephemeral
         if let maximumConnectionsPerHost { configuration.httpMaximumConnectionsPerHost = maximumConnectionsPerHost }
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configure(configuration)
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 

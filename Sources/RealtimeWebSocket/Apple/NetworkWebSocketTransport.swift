@@ -1,6 +1,9 @@
 #if canImport(Network)
 import Dispatch
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking  // URLSessionConfiguration, when this file is type-checked on Linux
+#endif
 import Network
 import RealtimeCore
 #if canImport(Security)
@@ -15,7 +18,13 @@ import Security
 /// evaluates the server's `SecTrust` with those roots as anchors and then checks the pins against each
 /// certificate of the evaluated chain; a refusal fails the open with `.tlsFailed` saying why. Not built
 /// on Linux (no Network framework; CI type-checks it against a stub).
-public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEvaluating {
+///
+/// A ``WebSocketTransport/Configuration/proxy`` is handed to Network.framework (`ProxyConfiguration(httpCONNECTProxy:)`
+/// in the connection's privacy context, and in `URLSessionConfiguration.proxyConfigurations` for Socket.IO's
+/// long-polling), which needs macOS 14, iOS 17, tvOS 17 or watchOS 10; earlier systems fail such a connection
+/// with `.unsupported` rather than connect around the proxy. Network.framework reports a proxy's refusal in
+/// its own terms, so there is no 407 or status in the error here as there is on Linux.
+public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEvaluating, HTTPClientProviding {
     public let configuration: WebSocketTransport.Configuration
 
     public init(configuration: WebSocketTransport.Configuration = WebSocketTransport.Configuration()) {
@@ -41,6 +50,39 @@ public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEval
         let connection = NetworkWebSocketConnection(configuration: configuration, request: request, handler: handler)
         connection.start(request)
         return connection
+    }
+
+    /// Socket.IO's long-polling client: `URLSession`, verifying as this transport does, through its proxy.
+    package func makeHTTPClient(maximumConnectionsPerHost: Int) -> any HTTPClient {
+        let trust = HTTPTrustPolicy(of: self)
+        guard let proxy = configuration.proxy else {
+            return URLSessionHTTPClient(trust: trust, maximumConnectionsPerHost: maximumConnectionsPerHost)
+        }
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return FailingHTTPClient(error: Self.proxyUnsupported) }
+        do {
+            try proxy.validate()
+        } catch {
+            return FailingHTTPClient(error: error)
+        }
+        let route = Self.networkProxy(proxy)
+        return URLSessionHTTPClient(trust: trust, maximumConnectionsPerHost: maximumConnectionsPerHost) {
+            $0.proxyConfigurations = [route]
+        }
+    }
+
+    static let proxyUnsupported = RealtimeError(
+        .unsupported, "HTTP CONNECT proxies need macOS 14, iOS 17, tvOS 17 or watchOS 10 (Network.framework's ProxyConfiguration)")
+
+    /// Network.framework's form of `proxy`.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+    static func networkProxy(_ proxy: RealtimeCore.ProxyConfiguration) -> Network.ProxyConfiguration {
+        let endpoint = NWEndpoint.hostPort(host: NWEndpoint.Host(proxy.host),
+                                           port: NWEndpoint.Port(integerLiteral: UInt16(proxy.port)))
+        let route = Network.ProxyConfiguration(httpCONNECTProxy: endpoint)
+        if let credentials = proxy.credentials {
+            route.applyCredential(username: credentials.username, password: credentials.password)
+        }
+        return route
     }
 }
 
@@ -90,7 +132,7 @@ final class NetworkWebSocketConnection: WebSocketPinging {
     func start(_ request: ConnectionRequest) {
         let target: WebSocketTransport.Target
         do {
-            target = try WebSocketTransport.target(of: request)
+            target = try WebSocketTransport.target(of: request, proxy: configuration.proxy)
             try handshake.validate()
         } catch {
             queue.async { self.drive { $0.fail(error, into: &$1) } }
@@ -123,6 +165,16 @@ final class NetworkWebSocketConnection: WebSocketPinging {
             parameters = NWParameters(tls: tls)
         } else {
             parameters = .tcp
+        }
+        if let proxy = configuration.proxy {
+            guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else {
+                queue.async { self.drive { $0.fail(NetworkWebSocketTransport.proxyUnsupported, into: &$1) } }
+                return
+            }
+            // The tunnel is Network.framework's; TLS inside it still verifies the server's name.
+            let context = NWParameters.PrivacyContext(description: "Realtime HTTP CONNECT proxy")
+            context.proxyConfigurations = [NetworkWebSocketTransport.networkProxy(proxy)]
+            parameters.setPrivacyContext(context)
         }
         let connection = NWConnection(host: NWEndpoint.Host(target.host),
                                       port: NWEndpoint.Port(integerLiteral: UInt16(target.port)),

@@ -9,6 +9,12 @@ enum ChannelSetup {
         var handshake: WebSocketClientHandshake
         var tlsContext: TLSContext?
         var connectTimeout: Duration
+        /// Reach the server through this proxy's `CONNECT` tunnel.
+        var proxy: ProxyConfiguration? = nil
+
+        /// Where the socket connects (and what is resolved): the proxy when there is one, else the server.
+        var dialHost: String { proxy?.host ?? host }
+        var dialPort: Int { proxy?.port ?? port }
     }
 
     case client(Client)
@@ -30,6 +36,8 @@ final class WebSocketChannel: LoopHandler {
     private enum Phase {
         case resolving
         case connecting(addresses: [SocketAddress], index: Int)
+        /// Connected to the proxy, waiting for its answer to `CONNECT`.
+        case tunnel(ProxyTunnelHandshake)
         case tlsHandshake
         case stream
         case finished
@@ -143,6 +151,32 @@ final class WebSocketChannel: LoopHandler {
 
     private func connected(in context: LoopContext) {
         guard case .client(let client) = setup else { return }
+        if let proxy = client.proxy {
+            let tunnel = ProxyTunnelHandshake(proxy: proxy, targetHost: client.host, targetPort: client.port)
+            phase = .tunnel(tunnel)
+            outbound += tunnel.requestBytes
+            writeOutbound(in: context)
+            return
+        }
+        streamConnected(leftover: [], in: context)
+    }
+
+    /// The proxy answered `CONNECT`.
+    private func tunnelReceived(_ bytes: UnsafeRawBufferPointer, in context: LoopContext) {
+        guard case .tunnel(var tunnel) = phase else { return }
+        let progress = tunnel.receive(bytes)
+        phase = .tunnel(tunnel)
+        switch progress {
+        case .needsMore: break
+        case .failed(let error): fail(error, in: context)
+        case .established(let leftover): streamConnected(leftover: leftover, in: context)
+        }
+    }
+
+    /// The byte stream to the server is up, directly or through the proxy's tunnel: TLS (for the server's
+    /// name, never the proxy's) or the upgrade starts. `leftover` is what the proxy passed on after its answer.
+    private func streamConnected(leftover: [UInt8], in context: LoopContext) {
+        guard case .client(let client) = setup else { return }
         if let tlsContext = client.tlsContext {
             do {
                 let engine = try TLSEngine(client: tlsContext, host: client.host)
@@ -159,6 +193,13 @@ final class WebSocketChannel: LoopHandler {
             drive(in: context) { machine, output in machine.streamReady(into: &output) }
         }
         if isActive { writeOutbound(in: context) }
+        guard !leftover.isEmpty, isActive else { return }
+        if let tls {
+            leftover.withUnsafeBytes { bytes in tls.withBorrowedCiphertext(bytes) { readTLSRecords(tls, in: context) } }
+        } else {
+            leftover.withUnsafeBytes { receivePlaintext($0, in: context) }
+            finishRead(in: context)
+        }
     }
 
     // MARK: Events from the selector
@@ -194,6 +235,7 @@ final class WebSocketChannel: LoopHandler {
         switch phase {
         case .resolving: "resolving"
         case .connecting: "connecting"
+        case .tunnel: "proxy CONNECT"
         case .tlsHandshake: "TLS handshake"
         case .stream: machine.phase == .open ? "open" : "upgrade"
         case .finished: "finished"
@@ -218,6 +260,10 @@ final class WebSocketChannel: LoopHandler {
             return
         }
         let bytes = UnsafeRawBufferPointer(rebasing: context.readBuffer[0..<count])
+        if case .tunnel = phase {
+            tunnelReceived(bytes, in: context)
+            return
+        }
         guard let tls else {
             // Decoded a slice at a time, so the codec's events for each slice stay in cache (as they do
             // for TLS, which hands over one 16 KiB record at a time): measured about 8 % faster.
@@ -309,6 +355,10 @@ final class WebSocketChannel: LoopHandler {
     }
 
     private func endOfStream(in context: LoopContext) {
+        if case .tunnel(let tunnel) = phase {
+            fail(tunnel.errorForEndOfStream(), in: context)
+            return
+        }
         if case .tlsHandshake = phase {
             fail(RealtimeError(.tlsFailed, "the peer closed the connection during the TLS handshake"), in: context)
             return
@@ -363,7 +413,13 @@ final class WebSocketChannel: LoopHandler {
         switch setup {
         case .client(let client):
             let seconds = Double(client.connectTimeout.nanoseconds) / 1e9
-            return RealtimeError(.connectTimedOut, "could not connect to \(client.host):\(client.port) within \(seconds) s",
+            if let proxy = client.proxy, case .tunnel(let tunnel) = phase {
+                return RealtimeError(.connectTimedOut,
+                                     "the proxy \(proxy.authority) did not answer CONNECT to \(tunnel.target) within \(seconds) s",
+                                     context: .init(detail: "phase: \(phaseName)"))
+            }
+            let through = client.proxy.map { " through the proxy \($0.authority)" } ?? ""
+            return RealtimeError(.connectTimedOut, "could not connect to \(client.host):\(client.port)\(through) within \(seconds) s",
                                  context: .init(detail: "phase: \(phaseName)"))
         case .server:
             return RealtimeError(.connectTimedOut, "the client did not finish the upgrade in time")
@@ -490,7 +546,24 @@ final class WebSocketChannel: LoopHandler {
     /// Ends the channel through the machine (which decides `duringOpen` and forgets its timers).
     private func fail(_ error: RealtimeError, in context: LoopContext) {
         guard isActive else { return }
+        let error = attributedToProxy(error)
         drive(in: context) { machine, output in machine.fail(error, into: &output) }
+    }
+
+    /// A transport failure before the tunnel is up is one between us and the proxy: `.proxyFailed`, saying so.
+    private func attributedToProxy(_ error: RealtimeError) -> RealtimeError {
+        guard error.code == .transportFailed, case .client(let client) = setup, let proxy = client.proxy else { return error }
+        switch phase {
+        case .resolving, .connecting:
+            return RealtimeError(.proxyFailed, "could not reach the proxy \(proxy.authority): \(error.message)",
+                                 context: error.context)
+        case .tunnel:
+            return RealtimeError(.proxyFailed,
+                                 "the connection to the proxy \(proxy.authority) failed before the tunnel was up: \(error.message)",
+                                 context: error.context)
+        case .tlsHandshake, .stream, .finished:
+            return error
+        }
     }
 
     /// Carries out the machine's `finish`: flushes what can be flushed, closes the socket, reports `closed`.

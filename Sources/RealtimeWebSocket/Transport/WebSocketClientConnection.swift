@@ -32,8 +32,9 @@ public final class WebSocketClientConnection: WebSocketPinging {
         let token = loop.makeToken()
         let outbox = ConnectionOutbox(maximumBufferedBytes: maximumBufferedBytes)
         let connection = WebSocketClientConnection(loop: loop, token: token, outbox: outbox, group: group)
-        let host = client.host
-        let port = client.port
+        // Through a proxy, only the proxy's name is resolved here; the proxy resolves the server's.
+        let host = client.dialHost
+        let port = client.dialPort
         let numeric = SocketAddress(numericHost: host, port: port)
         let accepted = loop.execute { context in
             let channel = WebSocketChannel(token: token, setup: .client(client), options: options, outbox: outbox,

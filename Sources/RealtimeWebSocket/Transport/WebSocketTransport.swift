@@ -12,8 +12,9 @@ import RealtimeCore
 ///
 /// Handlers run on the connection's loop thread: keep them short and hop elsewhere for real work, because
 /// every connection of that loop waits meanwhile. `ws://` (and `http://`) to a host that is not loopback is
-/// refused unless the request sets `allowsInsecureTransportToRemoteHosts`.
-public final class WebSocketTransport: RealtimeTransport {
+/// refused unless the request sets `allowsInsecureTransportToRemoteHosts`; through a proxy, so is `ws://`
+/// to a proxy that is not loopback.
+public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
     /// Limits, timeouts and TLS settings shared by every connection of the transport.
     public struct Configuration: Sendable {
         /// How `wss://` verifies servers.
@@ -28,18 +29,24 @@ public final class WebSocketTransport: RealtimeTransport {
         public var pingTimeout: Duration
         /// The largest upgrade response accepted.
         public var maximumHandshakeResponseSize: Int
+        /// An HTTP proxy every connection goes through with `CONNECT` (and Socket.IO's long-polling with
+        /// it); nil connects directly. The environment is read only through
+        /// ``ProxyConfiguration/fromEnvironment(for:environment:)``.
+        public var proxy: ProxyConfiguration?
 
         /// Defaults: verified TLS ≥ 1.2, 16 MiB frames and messages, 8 MiB write queue, 5 s close and
-        /// 10 s ping timeouts, 16 KiB upgrade responses.
+        /// 10 s ping timeouts, 16 KiB upgrade responses, no proxy.
         public init(tls: TLSConfiguration = TLSConfiguration(), limits: WebSocketLimits = WebSocketLimits(),
                     maximumBufferedBytes: Int = 8 << 20, closeTimeout: Duration = .seconds(5),
-                    pingTimeout: Duration = .seconds(10), maximumHandshakeResponseSize: Int = 16_384) {
+                    pingTimeout: Duration = .seconds(10), maximumHandshakeResponseSize: Int = 16_384,
+                    proxy: ProxyConfiguration? = nil) {
             self.tls = tls
             self.limits = limits
             self.maximumBufferedBytes = maximumBufferedBytes
             self.closeTimeout = closeTimeout
             self.pingTimeout = pingTimeout
             self.maximumHandshakeResponseSize = maximumHandshakeResponseSize
+            self.proxy = proxy
         }
     }
 
@@ -79,7 +86,7 @@ public final class WebSocketTransport: RealtimeTransport {
         let group: EventLoopGroup
         do {
             group = try self.group.get()
-            target = try Self.target(of: request)
+            target = try Self.target(of: request, proxy: configuration.proxy)
             if target.secure { _ = try sharedTLSContext() }
         } catch {
             return WebSocketClientConnection.failed(error, handler: handler,
@@ -97,7 +104,8 @@ public final class WebSocketTransport: RealtimeTransport {
         }
         let tls = target.secure ? try? sharedTLSContext() : nil
         let setup = ChannelSetup.Client(host: target.host, port: target.port, handshake: handshake,
-                                        tlsContext: tls, connectTimeout: request.connectTimeout)
+                                        tlsContext: tls, connectTimeout: request.connectTimeout,
+                                        proxy: configuration.proxy)
         let options = ChannelOptions(limits: configuration.limits, closeTimeout: configuration.closeTimeout,
                                      pingTimeout: configuration.pingTimeout)
         return WebSocketClientConnection.start(setup, options: options, group: group,
@@ -107,6 +115,23 @@ public final class WebSocketTransport: RealtimeTransport {
 
     /// True with extra roots, pins or without the system roots (see ``RealtimeTransport/customizesTLSTrust``).
     public var customizesTLSTrust: Bool { configuration.tls.customizesTrust }
+
+    /// Socket.IO's long-polling client: through the proxy's tunnel on this transport's loops, with this
+    /// transport's TLS, when there is a proxy (`URLSession` on Linux cannot be given one); otherwise
+    /// `URLSession`, verifying as this transport does.
+    package func makeHTTPClient(maximumConnectionsPerHost: Int) -> any HTTPClient {
+        guard let proxy = configuration.proxy else {
+            return URLSessionHTTPClient(trust: HTTPTrustPolicy(of: self), maximumConnectionsPerHost: maximumConnectionsPerHost)
+        }
+        do {
+            try proxy.validate()
+            return TunnelHTTPClient(group: try group.get(), proxy: proxy) { () throws(RealtimeError) in
+                try self.sharedTLSContext()
+            }
+        } catch {
+            return FailingHTTPClient(error: error)
+        }
+    }
 
     /// The group connections run on (for tests).
     var groupForTesting: Result<EventLoopGroup, RealtimeError> { group }
@@ -136,8 +161,9 @@ public final class WebSocketTransport: RealtimeTransport {
         var secure: Bool
     }
 
-    /// Scheme, host and port of a request, with the insecure-transport policy applied.
-    static func target(of request: ConnectionRequest) throws(RealtimeError) -> Target {
+    /// Scheme, host and port of a request, with the insecure-transport policy applied (to the proxy too:
+    /// plain `ws://` crosses the network to it).
+    static func target(of request: ConnectionRequest, proxy: ProxyConfiguration? = nil) throws(RealtimeError) -> Target {
         let url = request.url
         guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme) else {
             throw RealtimeError(.invalidArgument, "a WebSocket URL must use ws, wss, http or https: \(url.absoluteString)")
@@ -153,6 +179,14 @@ public final class WebSocketTransport: RealtimeTransport {
         }
         let port = url.port ?? (secure ? 443 : 80)
         guard (1...65535).contains(port) else { throw RealtimeError(.invalidArgument, "port \(port) is out of range") }
+        if let proxy {
+            try proxy.validate()
+            if !secure, !request.allowsInsecureTransportToRemoteHosts, !Loopback.contains(host: proxy.host) {
+                throw RealtimeError(.invalidArgument,
+                                    "refusing unencrypted \(scheme):// through the \(proxy), which is not on this machine: "
+                                        + "use wss:// (or set allowsInsecureTransportToRemoteHosts)")
+            }
+        }
         return Target(host: host, port: port, secure: secure)
     }
 }

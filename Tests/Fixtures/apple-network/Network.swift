@@ -14,6 +14,9 @@
 
 import Dispatch
 import Foundation  // Data, NSObjectProtocol, POSIXErrorCode (from Glibc, which Foundation re-exports)
+#if canImport(FoundationNetworking)
+import FoundationNetworking  // URLSessionConfiguration, which Network extends with `proxyConfigurations`
+#endif
 // Network's own headers import Security's, so a file that imports Network sees Security too; the stub
 // Security module (Security.swift beside this file) stands in for it.
 @_exported import Security
@@ -120,6 +123,51 @@ public final class NWParameters {
     /// …/network/nwparameters/tcp ("A set of default parameters for connections and listeners that use
     /// TCP"), declared like its sibling …/network/nwparameters/tls: `final class var tls: NWParameters { get }`.
     public class var tcp: NWParameters { fatalError("stub") }
+
+    /// …/network/nwparameters/setprivacycontext(_:):
+    /// `final func setPrivacyContext(_ privacyContext: NWParameters.PrivacyContext)`.
+    public func setPrivacyContext(_ privacyContext: NWParameters.PrivacyContext) { fatalError("stub") }
+
+    /// …/network/nwparameters/privacycontext: `class PrivacyContext` (iOS 14, macOS 11).
+    public class PrivacyContext {
+        /// …/network/nwparameters/privacycontext/init(description:): `init(description: String)`.
+        public init(description: String) { fatalError("stub") }
+
+        /// …/network/nwparameters/privacycontext/proxyconfigurations:
+        /// `var proxyConfigurations: [ProxyConfiguration] { get set }` (iOS 17, macOS 14).
+        @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
+        public var proxyConfigurations: [ProxyConfiguration] {
+            get { fatalError("stub") }
+            set { fatalError("stub") }
+        }
+    }
+}
+
+// MARK: - Proxies
+
+/// …/network/proxyconfiguration: `struct ProxyConfiguration` ("A proxy configuration for Relays, Oblivious
+/// HTTP, HTTP CONNECT, or SOCKSv5"; iOS 17, macOS 14). The page's excerpt lists no conformances; none is
+/// declared.
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
+public struct ProxyConfiguration {
+    /// …/network/proxyconfiguration/init(httpconnectproxy:tlsoptions:):
+    /// `init(httpCONNECTProxy: NWEndpoint, tlsOptions: NWProtocolTLS.Options? = nil)`.
+    public init(httpCONNECTProxy: NWEndpoint, tlsOptions: NWProtocolTLS.Options? = nil) { fatalError("stub") }
+
+    /// …/network/proxyconfiguration/applycredential(username:password:):
+    /// `func applyCredential(username: String, password: String)`.
+    public func applyCredential(username: String, password: String) { fatalError("stub") }
+}
+
+/// …/foundation/urlsessionconfiguration/proxyconfigurations: `var proxyConfigurations: [ProxyConfiguration]
+/// { get set }` (iOS 17, macOS 14), an extension Network declares on Foundation's class (its symbol,
+/// `s:So25NSURLSessionConfigurationC7NetworkE19proxyConfigurations…`, is in module Network).
+extension URLSessionConfiguration {
+    @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
+    public var proxyConfigurations: [ProxyConfiguration] {
+        get { fatalError("stub") }
+        set { fatalError("stub") }
+    }
 }
 
 // MARK: - NWConnection

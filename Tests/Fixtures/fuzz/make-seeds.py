@@ -117,6 +117,37 @@ upgrade_bodies = [
 ]
 upgrade_seeds = [bytes([seed * 37 % 256]) + body for seed, body in enumerate(upgrade_bodies)]
 
+# Proxy answers: a cut seed, a mode byte (even: the answer to CONNECT; odd: a long-polling response through
+# the tunnel), then the proxy's or server's bytes (see ProxyAnswerFuzz).
+connect_answers = [
+    b"HTTP/1.1 200 Connection established\r\n\r\n",
+    b"HTTP/1.0 200 Connection established\r\nProxy-agent: tinyproxy/1.11.1\r\n\r\n\x16\x03\x03\x00\x02hi",
+    b"HTTP/1.1 200 OK\n\n",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc",
+    b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"corp\"\r\n\r\n",
+    b"HTTP/1.0 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"Tinyproxy\"\r\nConnection: close\r\n\r\n<html>",
+    b"HTTP/1.1 403 Access violation\r\nContent-Type: text/html\r\n\r\n",
+    b"HTTP/1.0 502 Bad Gateway\r\n\r\n",
+    b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+    b"SSH-2.0-OpenSSH_9.2\r\n",
+    b"HTTP/1.1 200 Connection estab",
+    b"HTTP/1.1 200 OK\r\nX-" + b"a" * 2100 + b"\r\n\r\n",
+    b"",
+]
+polling_responses = [
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=UTF-8\r\nContent-Length: 10\r\n\r\n40{\"sid\":1}",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\n\r\nuntil the end",
+    b"HTTP/1.1 204 No Content\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 400 Bad Request\r\nContent-Length: 2\r\n\r\nno",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 1, 1\r\n\r\nxyz",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"HTTP/1.1 200 OK\r\nCont",
+]
+proxy_seeds = [bytes([seed * 29 % 256, 0]) + body for seed, body in enumerate(connect_answers)]
+proxy_seeds += [bytes([seed * 31 % 256, 1]) + body for seed, body in enumerate(polling_responses)]
+
 # TLS records: a suite byte (0 AES-128-GCM, 1 AES-256-GCM, 2 ChaCha20-Poly1305), a cut seed, then
 # steps: 0 data (2-byte length, pattern, padding), 1 handshake bytes (count, bytes, padding),
 # 2 KeyUpdate (flags), 3 alert (level, description, extra, padding), 4 close_notify,
@@ -216,6 +247,7 @@ actioncable_programs = [
 write("json", json_seeds)
 write("websocket-codec", codec_seeds)
 write("upgrade-response", upgrade_seeds)
+write("proxy-answer", proxy_seeds)
 write("tls-records", tls_seeds)
 write("redaction", redaction_seeds)
 write("socketio-inbound", socketio_programs)

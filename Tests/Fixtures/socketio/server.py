@@ -1,9 +1,10 @@
 """python-socketio peer for the Socket.IO integration tests.
 
-Usage: server.py PORT [--fast-ping]     (PORT 0 picks a free port)
+Usage: server.py PORT [--fast-ping] [--tls-cert PEM --tls-key PEM]     (PORT 0 picks a free port)
 
 Binds 127.0.0.1:PORT, serves Engine.IO at /socket.io/ (WebSocket and long-polling) and /health, and
-prints "READY <port>" once listening. --fast-ping sets ping_interval=1 s, ping_timeout=2 s.
+prints "READY <port>" once listening. --fast-ping sets ping_interval=1 s, ping_timeout=2 s. With
+--tls-cert and --tls-key it serves HTTPS and WSS only (the proxy tests' wss sessions).
 
 Namespaces "/" and "/chat" share the handlers below. "/chat" requires auth {"token": "secret"}; "/"
 refuses a token other than "secret" and accepts none.
@@ -22,6 +23,8 @@ NAMESPACES = ["/", "/chat"]
 parser = argparse.ArgumentParser()
 parser.add_argument("port", type=int)
 parser.add_argument("--fast-ping", action="store_true")
+parser.add_argument("--tls-cert")
+parser.add_argument("--tls-key")
 args = parser.parse_args()
 
 ping = {"ping_interval": 1, "ping_timeout": 2} if args.fast_ping else {}
@@ -157,7 +160,13 @@ async def main():
         exit_when_parent_goes()
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", args.port)
+    ssl_context = None
+    if args.tls_cert:
+        import ssl
+
+        ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ssl_context.load_cert_chain(args.tls_cert, args.tls_key)
+    site = web.TCPSite(runner, "127.0.0.1", args.port, ssl_context=ssl_context)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # the real port when 0 was asked for
     print(f"READY {port}", flush=True)
