@@ -78,7 +78,8 @@ final class NetworkWebSocketConnection: TransportConnection {
         connectTimeout = request.connectTimeout
         handshake = WebSocketClientHandshake(
             url: request.url, headers: request.headers, subprotocols: request.subprotocols, origin: request.origin,
-            key: WebSocketClientHandshake.makeKey(), maximumResponseSize: configuration.maximumHandshakeResponseSize)
+            key: WebSocketClientHandshake.makeKey(), maximumResponseSize: configuration.maximumHandshakeResponseSize,
+            deflate: configuration.compression)
         let options = ChannelOptions(limits: configuration.limits, closeTimeout: configuration.closeTimeout,
                                      pingTimeout: configuration.pingTimeout)
         state = Locked(State(machine: WebSocketConnectionMachine(upgrade: .client(handshake), options: options)))

@@ -224,6 +224,11 @@ struct WebSocketConnectionMachine {
     private mutating func open(_ info: TransportOpenInfo, leftover: [UInt8], now: UInt64, into output: inout Output) {
         phase = .open
         startDeadline = nil
+        if case .client(let handshake) = upgrade, let negotiated = handshake.negotiatedDeflate,
+           let options = handshake.deflate {
+            codec.enableDeflate(negotiated, minimumMessageSize: options.minimumMessageSize,
+                                compressionLevel: options.compressionLevel)
+        }
         output.actions.append(.opened(info))
         let frames = framesBeforeOpen
         let pings = pingsBeforeOpen

@@ -28,18 +28,23 @@ public final class WebSocketTransport: RealtimeTransport {
         public var pingTimeout: Duration
         /// The largest upgrade response accepted.
         public var maximumHandshakeResponseSize: Int
+        /// permessage-deflate (RFC 7692) to offer: on by default, used when the server accepts it; `nil`
+        /// offers no compression. Incoming compressed messages are inflated within `limits`.
+        public var compression: PerMessageDeflateOptions?
 
         /// Defaults: verified TLS ≥ 1.2, 16 MiB frames and messages, 8 MiB write queue, 5 s close and
-        /// 10 s ping timeouts, 16 KiB upgrade responses.
+        /// 10 s ping timeouts, 16 KiB upgrade responses, permessage-deflate offered with its defaults.
         public init(tls: TLSConfiguration = TLSConfiguration(), limits: WebSocketLimits = WebSocketLimits(),
                     maximumBufferedBytes: Int = 8 << 20, closeTimeout: Duration = .seconds(5),
-                    pingTimeout: Duration = .seconds(10), maximumHandshakeResponseSize: Int = 16_384) {
+                    pingTimeout: Duration = .seconds(10), maximumHandshakeResponseSize: Int = 16_384,
+                    compression: PerMessageDeflateOptions? = PerMessageDeflateOptions()) {
             self.tls = tls
             self.limits = limits
             self.maximumBufferedBytes = maximumBufferedBytes
             self.closeTimeout = closeTimeout
             self.pingTimeout = pingTimeout
             self.maximumHandshakeResponseSize = maximumHandshakeResponseSize
+            self.compression = compression
         }
     }
 
@@ -88,7 +93,7 @@ public final class WebSocketTransport: RealtimeTransport {
         let handshake = WebSocketClientHandshake(
             url: request.url, headers: request.headers, subprotocols: request.subprotocols, origin: request.origin,
             key: WebSocketClientHandshake.makeKey(),
-            maximumResponseSize: configuration.maximumHandshakeResponseSize)
+            maximumResponseSize: configuration.maximumHandshakeResponseSize, deflate: configuration.compression)
         do {
             try handshake.validate()
         } catch {
