@@ -6,6 +6,7 @@ import RealtimeCore
 package enum FuzzTarget: String, CaseIterable, Sendable {
     case json
     case websocketCodec = "websocket-codec"
+    case websocketDeflate = "websocket-deflate"
     case upgradeResponse = "upgrade-response"
     case tlsRecords = "tls-records"
     case redaction
@@ -31,6 +32,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             switch self {
             case .json: try JSONFuzz.check(bytes)
             case .websocketCodec: try CodecFuzz.check(bytes)
+            case .websocketDeflate: try DeflateFuzz.check(bytes)
             case .upgradeResponse: try UpgradeResponseFuzz.check(bytes)
             case .tlsRecords:
                 #if canImport(COpenSSL)

@@ -57,7 +57,8 @@ enum Delivery: Sendable {
 enum EngineEffect: Sendable {
     case prepareRequest(connection: UInt64, @Sendable () async throws -> ConnectionRequest)
     case open(connection: UInt64, ConnectionRequest)
-    case send(connection: UInt64, [TransportFrame])
+    /// `compress: false` for frames the transport must send uncompressed.
+    case send(connection: UInt64, [TransportFrame], compress: Bool)
     case close(connection: UInt64, code: Int, reason: String)
     case abort(connection: UInt64)
     case schedule(EngineTimer, serial: UInt64, after: Duration)
@@ -787,7 +788,7 @@ struct SessionCore: Sendable {
         case .dead:
             declareDead(connection, effects: &effects)
         case .ping(let frame, let checkAfter):
-            effects.append(.send(connection: connection, [frame]))
+            effects.append(.send(connection: connection, [frame], compress: true))
             schedule(.liveness, after: checkAfter, effects: &effects)
         case .checkAfter(let delay):
             schedule(.liveness, after: delay, effects: &effects)
@@ -824,18 +825,26 @@ struct SessionCore: Sendable {
         if actions.capacity < produced.capacity { actions = produced }
     }
 
+    /// Adds `frame` to the previous send effect when it goes to the same connection the same way, so one
+    /// machine step becomes one transport call.
+    private func appendSend(_ frame: TransportFrame, compress: Bool, on connection: UInt64, effects: inout [EngineEffect]) {
+        if case .send(connection, var frames, compress)? = effects.last {
+            effects.removeLast()
+            frames.append(frame)
+            effects.append(.send(connection: connection, frames, compress: compress))
+        } else {
+            effects.append(.send(connection: connection, [frame], compress: compress))
+        }
+    }
+
     private mutating func apply(_ produced: [DialectAction], effects: inout [EngineEffect]) {
         for action in produced {
             guard let connection = currentConnection else { return }
             switch action {
             case .send(let frame):
-                if case .send(connection, var frames)? = effects.last {
-                    effects.removeLast()
-                    frames.append(frame)
-                    effects.append(.send(connection: connection, frames))
-                } else {
-                    effects.append(.send(connection: connection, [frame]))
-                }
+                appendSend(frame, compress: true, on: connection, effects: &effects)
+            case .sendUncompressed(let frame):
+                appendSend(frame, compress: false, on: connection, effects: &effects)
             case .deliver(let event):
                 effects.append(.deliver(.event(event, connection: connection, bytes: unchargedBytes)))
                 unchargedBytes = 0

@@ -288,8 +288,13 @@ final class NetworkWebSocketConnection: TransportConnection {
 
     /// Encodes on the caller's thread (under the lock, so frames keep their order) and writes on `queue`.
     func send(_ frames: [TransportFrame]) {
+        send(frames, compress: true)
+    }
+
+    /// `compress: false` sends the frames uncompressed when permessage-deflate is on.
+    func send(_ frames: [TransportFrame], compress: Bool) {
         var output = WebSocketConnectionMachine.Output()
-        state.withLock { $0.machine.send(frames, into: &output) }
+        state.withLock { $0.machine.send(frames, compress: compress, into: &output) }
         queue.async { [output] in self.perform(output) }
     }
 

@@ -128,13 +128,18 @@ with open(sys.argv[1]) as f:
 def case_key(case_id):
     return [int(part) for part in case_id.split(".")]
 
-passing = {"OK", "INFORMATIONAL", "UNIMPLEMENTED"}
-passed, failed, rows = 0, 0, []
+# UNIMPLEMENTED is a failure too: every group run here (deflate included) is implemented.
+passing = {"OK", "INFORMATIONAL"}
+verdicts = ["OK", "NON-STRICT", "FAILED", "INFORMATIONAL", "UNIMPLEMENTED"]
+passed, failed, rows, groups = 0, 0, [], {}
 for agent, results in sorted(index.items()):
     for case_id in sorted(results, key=case_key):
         result = results[case_id]
         behavior = result.get("behavior", "?")
         close = result.get("behaviorClose", "?")
+        counts = groups.setdefault(int(case_id.split(".")[0]), dict((v, 0) for v in verdicts + ["ms"]))
+        counts[behavior if behavior in verdicts else "FAILED"] += 1
+        counts["ms"] += result.get("duration", 0)
         if behavior in passing and close in passing:
             passed += 1
         else:
@@ -146,6 +151,11 @@ if rows:
     print("%-10s %-14s %-14s %8s  %s" % ("case", "behavior", "close", "ms", "report"))
     for row in rows:
         print("%-10s %-14s %-14s %8s  %s" % row)
+print("%-6s %5s %10s %6s %13s %13s %9s" % ("group", "OK", "NON-STRICT", "FAILED", "INFORMATIONAL", "UNIMPLEMENTED", "case s"))
+for group in sorted(groups):
+    c = groups[group]
+    print("%-6s %5d %10d %6d %13d %13d %9.1f" % (group, c["OK"], c["NON-STRICT"], c["FAILED"], c["INFORMATIONAL"],
+                                                 c["UNIMPLEMENTED"], c["ms"] / 1000.0))
 print("autobahn: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
 PY
