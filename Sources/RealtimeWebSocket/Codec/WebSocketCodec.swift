@@ -13,7 +13,7 @@ import RealtimeCore
 /// Text is validated as it arrives, so invalid UTF-8 fails the connection at the first bad byte, even
 /// in the middle of a frame.
 ///
-/// With permessage-deflate negotiated (``enableDeflate(_:minimumMessageSize:compressionLevel:)``), a
+/// With permessage-deflate negotiated (the connection turns it on after the upgrade), a
 /// message whose first frame has RSV1 set is inflated as its payload arrives, within the message size
 /// limit; RSV1 anywhere else fails the connection with 1002. Messages from `encode` are compressed from
 /// the options' minimum size on.
