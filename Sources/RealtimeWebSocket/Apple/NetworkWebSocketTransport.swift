@@ -229,7 +229,7 @@ final class NetworkWebSocketConnection: TransportConnection {
         // The read revealed the end: the app's replies to its messages, queued on `queue` behind this
         // block by `send`, go out before our close frame.
         if state.withLock({ $0.machine.isEnding }) {
-            queue.async { self.drive { $0.finishEnding(after: [], into: &$1) } }
+            queue.async { self.drive { $0.finishEnding(after: [QueuedFrame](), into: &$1) } }
         }
     }
 

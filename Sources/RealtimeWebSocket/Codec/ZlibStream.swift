@@ -200,8 +200,9 @@ final class ZlibStream: Sendable {
             } while offset < input.count
             return true
         }
-        let tail: [UInt8] = [0x00, 0x00, 0xFF, 0xFF]
-        guard succeeded, output.count - start >= 4, Array(output[(output.count - 4)...]) == tail else {
+        let end = output.count
+        guard succeeded, end - start >= 4, output[end - 4] == 0x00, output[end - 3] == 0x00,
+              output[end - 2] == 0xFF, output[end - 1] == 0xFF else {
             output.removeSubrange(start...)
             return false
         }
