@@ -15,18 +15,18 @@ enum DeflateBenchmark {
         var message: (Int) -> String
     }
 
-    static func run(count: Int, rounds: Int) throws {
+    static func run(count: Int, rounds: Int, level: Int = 6) throws {
         // A quarter of the count in events, a sixty-fourth in documents (about 37 and 60 MB of payload at
         // the default count): every message of a round is held in memory, compressed, by the blaster.
         let workloads = [
             Workload(name: "150-byte event", count: max(1_000, count / 4 / 1_000 * 1_000), message: event),
             Workload(name: "4 KiB JSON document", count: max(1_000, count / 64 / 1_000 * 1_000), message: document),
         ]
-        print("deflate: level 6, 32 KiB window, context takeover both ways (the defaults); uncompressed in the same run")
-        for workload in workloads { try measure(workload, rounds: rounds) }
+        print("deflate: level \(level), 32 KiB window, context takeover both ways (the defaults but for a level other than 6); uncompressed in the same run")
+        for workload in workloads { try measure(workload, rounds: rounds, level: level) }
     }
 
-    static func measure(_ workload: Workload, rounds: Int) throws {
+    static func measure(_ workload: Workload, rounds: Int, level: Int) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("realtime-bench-deflate-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -45,7 +45,7 @@ enum DeflateBenchmark {
             messages.append(message)
         }
         var server = WebSocketCodec(role: .server)
-        server.enableDeflate(PerMessageDeflateParameters(), minimumMessageSize: 0, compressionLevel: 6)
+        server.enableDeflate(PerMessageDeflateParameters(), minimumMessageSize: 0, compressionLevel: level)
         var compressed: [UInt8] = []
         compressed.reserveCapacity(payloadBytes / 3)
         let compressStart = DispatchTime.now().uptimeNanoseconds

@@ -12,7 +12,7 @@ import Glibc
 /// beside a parse-only floor measured in the same run, then 10,000 idle connections.
 ///
 /// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 15), `--idle N` (connections, default 10,000),
-/// `--skip-idle`, `--skip-tls`, `--skip-deflate`, `--deflate-rounds N` (default 5), `--cipher aes|chacha` (default: aes, the library's fixed default), `--only ws|wss|wss-openssl|deflate`
+/// `--skip-idle`, `--skip-tls`, `--skip-deflate`, `--deflate-rounds N` (default 5), `--deflate-level N` (with `--only deflate`; default 6), `--cipher aes|chacha` (default: aes, the library's fixed default), `--only ws|wss|wss-openssl|deflate`
 /// (one series alone, for profiling). Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
 enum TransportBenchmark {
     static let payloadSize = 150
@@ -75,7 +75,8 @@ enum TransportBenchmark {
         // `--only ws|wss|wss-openssl` runs one series alone (for profiling it).
         let only = arguments.firstIndex(of: "--only").map { arguments[min($0 + 1, arguments.count - 1)] }
         if only == "deflate" {
-            try DeflateBenchmark.run(count: count, rounds: option("--deflate-rounds", in: arguments) ?? 5)
+            try DeflateBenchmark.run(count: count, rounds: option("--deflate-rounds", in: arguments) ?? 5,
+                                     level: option("--deflate-level", in: arguments) ?? 6)
             return
         }
         if let only {

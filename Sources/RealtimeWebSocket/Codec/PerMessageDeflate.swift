@@ -71,10 +71,12 @@ struct PerMessageDeflate: Sendable {
         return outcome
     }
 
-    /// The message's last frame arrived: inflates the 00 00 ff ff the sender left off, then forgets the
-    /// window when the peer does (no context takeover).
-    mutating func finishMessage(limit: Int, sink: (UnsafeRawBufferPointer) -> Bool) -> ZlibStream.InflateOutcome {
-        let outcome = Self.tail.withUnsafeBytes { inflate($0, limit: limit, sink: sink) }
+    /// The message's last frame arrived: inflates the 00 00 ff ff the sender left off (unless the caller
+    /// already appended it to the last piece, `tailFed`), then forgets the window when the peer does (no
+    /// context takeover).
+    mutating func finishMessage(tailFed: Bool = false, limit: Int,
+                                sink: (UnsafeRawBufferPointer) -> Bool) -> ZlibStream.InflateOutcome {
+        let outcome = tailFed ? .consumed : Self.tail.withUnsafeBytes { inflate($0, limit: limit, sink: sink) }
         if inflater != nil, let stream = uniqueInflater() {
             if receiveNoContextTakeover {
                 stream.reset()

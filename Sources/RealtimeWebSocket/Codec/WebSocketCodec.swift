@@ -44,6 +44,8 @@ public struct WebSocketCodec: Sendable {
     private var messageCompressed = false
     /// Payload bytes of the compressed message on the wire (its inflated size is checked as it comes out).
     private var messageWireBytes = 0
+    /// The 00 00 ff ff that ends a compressed message went in with its last piece (one inflate call, not two).
+    private var messageTailFed = false
     /// Compressed payloads on their way out, and masked compressed input being unmasked (server role).
     private var deflateScratch: [UInt8] = []
 
@@ -73,6 +75,8 @@ public struct WebSocketCodec: Sendable {
 
     /// Messages larger than this are not kept as the reassembly buffer's capacity after delivery.
     private static let retainedMessageCapacity = 64 << 10
+    /// Compressed pieces up to this size are copied to go in with the tail.
+    private static let tailMergeLimit = 16 << 10
 
     /// A codec for a connection whose opening handshake has completed.
     public init(role: WebSocketRole, limits: WebSocketLimits = .init()) {
@@ -321,6 +325,7 @@ public struct WebSocketCodec: Sendable {
             messageFragments = 0
             messageCompressed = head.reservedBits != 0
             messageWireBytes = 0
+            messageTailFed = false
             utf8.reset()
             // The length is known, so reserve it once; capped, so a 10-byte head announcing a huge frame
             // that never comes cannot make us allocate the whole limit up front.
@@ -353,10 +358,21 @@ public struct WebSocketCodec: Sendable {
                 progress.consumed += chunk.count
                 progress.remaining -= chunk.count
             }
-            guard let key = progress.maskKey else { return inflateIntoMessage(chunk, events: &events, output: &output) }
+            // The last piece of a message goes in with the tail appended, when copying it is cheap next to
+            // inflating it; masked pieces are copied anyway, to be unmasked.
+            let endsMessage = progress.isFinal && chunk.count == progress.remaining
+            guard progress.maskKey != nil || (endsMessage && chunk.count <= Self.tailMergeLimit) else {
+                return inflateIntoMessage(chunk, events: &events, output: &output)
+            }
             deflateScratch.removeAll(keepingCapacity: true)
             deflateScratch.append(contentsOf: chunk)
-            deflateScratch.withUnsafeMutableBytes { applyMask($0, key: key, offset: progress.consumed) }
+            if let key = progress.maskKey {
+                deflateScratch.withUnsafeMutableBytes { applyMask($0, key: key, offset: progress.consumed) }
+            }
+            if endsMessage {
+                deflateScratch += PerMessageDeflate.tail
+                messageTailFed = true
+            }
             let scratch = deflateScratch
             return scratch.withUnsafeBytes { inflateIntoMessage($0, events: &events, output: &output) }
         }
@@ -398,7 +414,7 @@ public struct WebSocketCodec: Sendable {
         let outcome = if let input {
             deflate.inflate(input, limit: limit) { takeInflated($0, isText: isText) }
         } else {
-            deflate.finishMessage(limit: limit) { takeInflated($0, isText: isText) }
+            deflate.finishMessage(tailFed: messageTailFed, limit: limit) { takeInflated($0, isText: isText) }
         }
         self.deflate = deflate
         switch outcome {
@@ -534,6 +550,7 @@ public struct WebSocketCodec: Sendable {
         frame = nil
         messageOpcode = nil
         messageCompressed = false
+        messageTailFed = false
         deflateScratch = []
     }
 
