@@ -22,7 +22,7 @@ enum DeflateBenchmark {
             Workload(name: "150-byte event", count: max(1_000, count / 4 / 1_000 * 1_000), message: event),
             Workload(name: "4 KiB JSON document", count: max(1_000, count / 64 / 1_000 * 1_000), message: document),
         ]
-        print("deflate: level \(level), 32 KiB window, context takeover both ways (the defaults but for a level other than 6); uncompressed in the same run")
+        print("deflate: level \(level)\(level == 6 ? "" : " (not the default 6)"), 32 KiB window, context takeover both ways; uncompressed in the same run")
         for workload in workloads { try measure(workload, rounds: rounds, level: level) }
     }
 
