@@ -43,10 +43,13 @@ let package = Package(
         .systemLibrary(name: "CRealtimeLinux"),
         // AES-GCM opening with VAES/VPCLMULQDQ for the TLS 1.3 direct reader (x86-64; a stub elsewhere).
         .target(name: "CRealtimeAEAD"),
+        // The system zlib for permessage-deflate, on every platform (Apple's SDKs ship libz).
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "RealtimeWebSocket",
             dependencies: [
                 "RealtimeCore",
+                "CZlib",
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux, .android])),
                 .target(name: "CRealtimeAEAD", condition: .when(platforms: [.linux, .android])),
                 .target(name: "CRealtimeLinux", condition: .when(platforms: [.linux, .android])),

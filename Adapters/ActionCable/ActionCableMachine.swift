@@ -281,7 +281,8 @@
         do {
             let identifier = try identifier(for: message.channel)
             let data = try ActionCableCommand.actionData(for: message)
-            actions.append(.send(ActionCableCommand.message(identifier, data: data)))
+            let frame = ActionCableCommand.message(identifier, data: data)
+            actions.append(message.compress ? .send(frame) : .sendUncompressed(frame))
         } catch {
             // `validate` refuses these at the call site; this only guards direct use of the machine.
             actions.append(.refuseSend(error))

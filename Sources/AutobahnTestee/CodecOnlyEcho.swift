@@ -77,7 +77,8 @@ final class LoopbackSocket {
 func runConnection(port: UInt16, path: String, echo: Bool, limits: WebSocketLimits) throws -> [String] {
     let socket = try LoopbackSocket(port: port)
     let url = URL(string: "ws://127.0.0.1:\(port)\(path)")!
-    var handshake = WebSocketClientHandshake(url: url, key: WebSocketClientHandshake.makeKey())
+    let deflate = PerMessageDeflateOptions(minimumMessageSize: 0)
+    var handshake = WebSocketClientHandshake(url: url, key: WebSocketClientHandshake.makeKey(), deflate: deflate)
     try handshake.validate()
     try socket.write(handshake.requestBytes())
 
@@ -94,6 +95,10 @@ func runConnection(port: UInt16, path: String, echo: Bool, limits: WebSocketLimi
     }
 
     var codec = WebSocketCodec(role: .client, limits: limits)
+    if let negotiated = handshake.negotiatedDeflate {
+        codec.enableDeflate(negotiated, minimumMessageSize: deflate.minimumMessageSize,
+                            compressionLevel: deflate.compressionLevel)
+    }
     var events: [WebSocketEvent] = []
     var output: [UInt8] = []
     var texts: [String] = []

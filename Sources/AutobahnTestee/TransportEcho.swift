@@ -11,8 +11,11 @@ final class TransportEcho {
 
     init(port: UInt16, limits: WebSocketLimits) {
         self.port = port
-        // Group 9 echoes 16 MiB messages in one piece, so the write queue must hold a few of them.
-        transport = WebSocketTransport(configuration: .init(limits: limits, maximumBufferedBytes: 64 << 20))
+        // Group 9 echoes 16 MiB messages in one piece, so the write queue must hold a few of them. Groups
+        // 12 and 13 (permessage-deflate) echo messages from 16 bytes up: compress them all, so that every
+        // size goes through our deflater too, not only the inflater.
+        transport = WebSocketTransport(configuration: .init(limits: limits, maximumBufferedBytes: 64 << 20,
+                                                            compression: PerMessageDeflateOptions(minimumMessageSize: 0)))
     }
 
     /// Opens `path`, echoes every message back when `echo` is set (otherwise collects the text messages),

@@ -6,6 +6,7 @@ import RealtimeCore
 package enum FuzzTarget: String, CaseIterable, Sendable {
     case json
     case websocketCodec = "websocket-codec"
+    case websocketDeflate = "websocket-deflate"
     case upgradeResponse = "upgrade-response"
     case proxyAnswer = "proxy-answer"
     case tlsRecords = "tls-records"
@@ -32,6 +33,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             switch self {
             case .json: try JSONFuzz.check(bytes)
             case .websocketCodec: try CodecFuzz.check(bytes)
+            case .websocketDeflate: try DeflateFuzz.check(bytes)
             case .upgradeResponse: try UpgradeResponseFuzz.check(bytes)
             case .proxyAnswer: try ProxyAnswerFuzz.check(bytes)
             case .tlsRecords:

@@ -12,7 +12,7 @@ import Glibc
 /// beside a parse-only floor measured in the same run, then 10,000 idle connections.
 ///
 /// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 15), `--idle N` (connections, default 10,000),
-/// `--skip-idle`, `--skip-tls`, `--cipher aes|chacha` (default: aes, the library's fixed default), `--only ws|wss|wss-openssl`
+/// `--skip-idle`, `--skip-tls`, `--skip-deflate`, `--deflate-rounds N` (default 5), `--deflate-level N` (with `--only deflate`; default 6), `--cipher aes|chacha` (default: aes, the library's fixed default), `--only ws|wss|wss-openssl|deflate`
 /// (one series alone, for profiling). Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
 enum TransportBenchmark {
     static let payloadSize = 150
@@ -74,6 +74,11 @@ enum TransportBenchmark {
         var openSSLRuns: [Throughput] = []
         // `--only ws|wss|wss-openssl` runs one series alone (for profiling it).
         let only = arguments.firstIndex(of: "--only").map { arguments[min($0 + 1, arguments.count - 1)] }
+        if only == "deflate" {
+            try DeflateBenchmark.run(count: count, rounds: option("--deflate-rounds", in: arguments) ?? 5,
+                                     level: option("--deflate-level", in: arguments) ?? 6)
+            return
+        }
         if let only {
             for _ in 0..<rounds {
                 let result = try throughput(count: count, certificates: only == "ws" ? nil : certificates, cipher: cipher,
@@ -121,6 +126,9 @@ enum TransportBenchmark {
                 print(String(format: "  record layer's share: %.1f %% (of a wss round at the median ws cost plus the record layer's time)",
                              recordSeconds / (wsSeconds + recordSeconds) * 100))
             }
+        }
+        if !arguments.contains("--skip-deflate") {
+            try DeflateBenchmark.run(count: count, rounds: option("--deflate-rounds", in: arguments) ?? 5)
         }
         if !arguments.contains("--skip-idle") {
             try idleConnections(count: idle, certificates: nil)
@@ -275,8 +283,8 @@ enum TransportBenchmark {
     }
 
     static func throughput(count: Int, certificates: BenchmarkCertificates?, cipher: TLSCipherPreference,
-                           reading: TLSRecordReading = .openSSL) throws -> Throughput {
-        var arguments = ["transport", "blaster", "--count", String(count)]
+                           reading: TLSRecordReading = .openSSL, blasterArguments: [String] = []) throws -> Throughput {
+        var arguments = ["transport", "blaster", "--count", String(count)] + blasterArguments
         if let certificates { arguments += ["--tls", certificates.certificate, certificates.key] }
         let child = try ChildProcess(arguments: arguments, core: 1)
         defer { child.stop() }

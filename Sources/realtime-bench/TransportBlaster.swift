@@ -7,6 +7,8 @@ import Glibc
 
 /// The benchmark's sender: accepts one connection, answers the upgrade, then writes N pre-encoded
 /// 150-byte text frames (encrypted when `--tls cert key` is given) and a close frame, with blocking I/O.
+/// `--frames-file PATH --file-frames N` sends that file's N pre-encoded frames over and over instead
+/// (N must divide the count); `--deflate` accepts permessage-deflate, for files of compressed frames.
 enum TransportBlaster {
     static func run(arguments: [String]) throws {
         let count = TransportBenchmark.option("--count", in: arguments) ?? 1_000_000
@@ -30,10 +32,18 @@ enum TransportBlaster {
             guard !bytes.isEmpty else { throw BenchmarkFailure("client left during the upgrade") }
             request = try bytes.withUnsafeBytes { try handshake.receive($0) }?.request
         }
-        try stream.write(WebSocketServerHandshake.acceptResponse(for: request!))
+        let deflate = arguments.contains("--deflate")
+        try stream.write(WebSocketServerHandshake.acceptResponse(
+            for: request!, headers: deflate ? [HTTPHeader("Sec-WebSocket-Extensions", "permessage-deflate")] : []))
 
-        let framesPerChunk = 1000
-        let chunk = Array([[UInt8]](repeating: TransportBenchmark.encodedFrame(), count: framesPerChunk).joined())
+        var framesPerChunk = 1000
+        var chunk = Array([[UInt8]](repeating: TransportBenchmark.encodedFrame(), count: framesPerChunk).joined())
+        if let index = arguments.firstIndex(of: "--frames-file"), index + 1 < arguments.count,
+           let fileFrames = TransportBenchmark.option("--file-frames", in: arguments) {
+            chunk = Array(try Data(contentsOf: URL(fileURLWithPath: arguments[index + 1])))
+            framesPerChunk = fileFrames
+            guard count % fileFrames == 0 else { throw BenchmarkFailure("\(fileFrames) frames do not divide \(count)") }
+        }
         var sent = 0
         while sent < count {
             let frames = min(framesPerChunk, count - sent)

@@ -609,3 +609,22 @@ struct DialectTests {
     }
 }
 
+
+@Suite("Socket.IO machine: compress(false)")
+struct MachineCompressTests {
+    @Test("compress: false makes every frame of the packet (attachments too) sendUncompressed; the default, send")
+    func uncompressedFrames() {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/"])
+        let plain = harness.command(.send(OutgoingMessage(channel: "/", event: "e", arguments: [.binary(Data([1]))],
+                                                          compress: false)))
+        let uncompressed = plain.compactMap { if case .sendUncompressed(let frame) = $0 { frame } else { nil } }
+        #expect(uncompressed.count == 2)
+        #expect(plain.sentFrames.isEmpty)
+        let ask = harness.command(.request(OutgoingMessage(channel: "/", event: "q", arguments: [], compress: false),
+                                           RequestID(1)))
+        #expect(ask.contains { if case .sendUncompressed = $0 { true } else { false } })
+        let normal = harness.command(.send(OutgoingMessage(channel: "/", event: "e", arguments: [1])))
+        #expect(normal.sentTexts == [#"42["e",1]"#])
+    }
+}

@@ -344,7 +344,8 @@ import Foundation
         case .send(let message):
             var members: [String: JSONValue] = ["event": .string(message.event), "channel": .string(message.channel.name)]
             members["data"] = message.arguments.first ?? .object([:])
-            actions.append(.send(.text(JSONValue.object(members).serialized())))
+            let frame = TransportFrame.text(JSONValue.object(members).serialized())
+            actions.append(message.compress ? .send(frame) : .sendUncompressed(frame))
         case .request(_, let id):
             actions.append(.resolveRequest(id, .failure(.unsupported("request", dialect: vendor.name,
                                                                      needs: "Socket.IO (acknowledgements)"))))

@@ -302,7 +302,7 @@ import Foundation
                 actions.append(.refuseSend(error))
                 return
             }
-            send(packet, actions: &actions)
+            send(packet, compress: message.compress, actions: &actions)
 
         case .request(let message, let request):
             guard let name = connectedNamespace(message.channel), var namespace = namespaces[name] else {
@@ -320,7 +320,7 @@ import Foundation
             namespace.pendingRequests[ackID] = request
             namespaces[name] = namespace
             requests[request] = (name, ackID)
-            send(packet, actions: &actions)
+            send(packet, compress: message.compress, actions: &actions)
 
         case .cancelRequest(let request):
             guard let (name, ackID) = requests.removeValue(forKey: request) else { return }
@@ -420,8 +420,10 @@ import Foundation
         }
     }
 
-    private func send(_ packet: SocketIOPacket, actions: inout [DialectAction]) {
-        for frame in packet.encoded() { actions.append(.send(frame)) }
+    /// Writes `packet`'s frames; `compress: false` (socket.io-client's `compress(false)`) keeps the
+    /// transport from compressing them.
+    private func send(_ packet: SocketIOPacket, compress: Bool = true, actions: inout [DialectAction]) {
+        for frame in packet.encoded() { actions.append(compress ? .send(frame) : .sendUncompressed(frame)) }
     }
 }
 

@@ -144,12 +144,16 @@ extension RealtimeDialect {
     public var arguments: [JSONValue]
     /// Drop rather than buffer when the channel cannot send right now.
     public var volatile: Bool
+    /// `false` asks the transport to send the frames uncompressed (``DialectAction/sendUncompressed(_:)``).
+    public var compress: Bool
 
-    public init(channel: ChannelID, event: String, arguments: [JSONValue], volatile: Bool = false) {
+    public init(channel: ChannelID, event: String, arguments: [JSONValue], volatile: Bool = false,
+                compress: Bool = true) {
         self.channel = channel
         self.event = event
         self.arguments = arguments
         self.volatile = volatile
+        self.compress = compress
     }
 }
 
@@ -209,6 +213,8 @@ extension RealtimeDialect {
 @_spi(DialectAuthoring) public enum DialectAction: Sendable {
     /// Write a frame.
     case send(TransportFrame)
+    /// Write a frame that the transport must not compress (an `OutgoingMessage` with `compress: false`).
+    case sendUncompressed(TransportFrame)
     /// Hand an event to the app's handlers.
     case deliver(RealtimeEvent)
     /// The session is connected (handshake done); `id` is the server's id for it (socket id, sid).

@@ -64,7 +64,8 @@ enum Delivery: Sendable {
 enum EngineEffect: Sendable {
     case prepareRequest(connection: UInt64, @Sendable () async throws -> ConnectionRequest)
     case open(connection: UInt64, ConnectionRequest)
-    case send(connection: UInt64, [TransportFrame])
+    /// `compress: false` for frames the transport must send uncompressed.
+    case send(connection: UInt64, [TransportFrame], compress: Bool)
     case close(connection: UInt64, code: Int, reason: String)
     case abort(connection: UInt64)
     case schedule(EngineTimer, serial: UInt64, after: Duration)

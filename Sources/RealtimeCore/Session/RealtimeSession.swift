@@ -290,10 +290,13 @@ public struct RealtimeChannel: Sendable {
     /// message is written, or throws: buffered too long (`.timedOut`), buffer full, session disconnected or
     /// failed, channel unavailable, or refused by the dialect's rules (`.invalidArgument`, `.unsupported`).
     /// A `volatile` message is dropped instead of buffered when it cannot be sent right away.
+    /// `compress: false` sends it uncompressed where the connection compresses (WebSocket
+    /// permessage-deflate): for data that is already compressed, or secrets beside attacker-chosen text.
     /// Cancelling the calling task while the message is still buffered withdraws it and throws
     /// `CancellationError`; a message already written stays written.
-    public func send(_ event: String, arguments: [JSONValue], volatile: Bool = false) async throws {
-        let message = OutgoingMessage(channel: id, event: event, arguments: arguments, volatile: volatile)
+    public func send(_ event: String, arguments: [JSONValue], volatile: Bool = false, compress: Bool = true) async throws {
+        let message = OutgoingMessage(channel: id, event: event, arguments: arguments, volatile: volatile,
+                                      compress: compress)
         if let error = engine.validate(message, expectsReply: false) { throw error }
         try await engine.cancellable(\.done) { .send(message, operation: $0) }
     }

@@ -306,7 +306,7 @@ extension SessionCore {
         case .dead:
             declareDead(connection, effects: &effects)
         case .ping(let frame, let checkAfter):
-            effects.append(.send(connection: connection, [frame]))
+            effects.append(.send(connection: connection, [frame], compress: true))
             schedule(.liveness, after: checkAfter, effects: &effects)
         case .checkAfter(let delay):
             schedule(.liveness, after: delay, effects: &effects)

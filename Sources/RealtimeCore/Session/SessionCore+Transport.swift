@@ -130,7 +130,8 @@ extension SessionCore {
 
     private mutating func apply(_ action: DialectAction, on connection: UInt64, effects: inout [EngineEffect]) {
         switch action {
-        case .send(let frame): write(frame, on: connection, effects: &effects)
+        case .send(let frame): write(frame, compress: true, on: connection, effects: &effects)
+        case .sendUncompressed(let frame): write(frame, compress: false, on: connection, effects: &effects)
         case .deliver(let event): deliver(event, on: connection, effects: &effects)
         case .connected(let id): markConnected(connection, id: id, effects: &effects)
         case .subscribed(let channel, let recovered):
@@ -156,14 +157,15 @@ extension SessionCore {
         }
     }
 
-    /// Writes `frame`, in the same batch as the frames just before it.
-    private func write(_ frame: TransportFrame, on connection: UInt64, effects: inout [EngineEffect]) {
-        if case .send(connection, var frames)? = effects.last {
+    /// Writes `frame`, in the same batch as the frames just before it when they go the same way, so one
+    /// machine step becomes one transport call.
+    private func write(_ frame: TransportFrame, compress: Bool, on connection: UInt64, effects: inout [EngineEffect]) {
+        if case .send(connection, var frames, compress)? = effects.last {
             effects.removeLast()
             frames.append(frame)
-            effects.append(.send(connection: connection, frames))
+            effects.append(.send(connection: connection, frames, compress: compress))
         } else {
-            effects.append(.send(connection: connection, [frame]))
+            effects.append(.send(connection: connection, [frame], compress: compress))
         }
     }
 

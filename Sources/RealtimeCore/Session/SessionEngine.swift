@@ -143,9 +143,14 @@ final class SessionEngine: Sendable {
                 }
             case .open(let connection, let request):
                 open(connection, request)
-            case .send(let connection, let frames):
+            case .send(let connection, let frames, let compress):
                 if tracesFrames { for frame in frames { traceFrame("→", frame) } }
-                io.withLock { $0.connections[connection] }?.send(frames)
+                let target = io.withLock { $0.connections[connection] }
+                if compress {
+                    target?.send(frames)
+                } else {
+                    target?.send(frames, compress: false)
+                }
             case .close(let connection, let code, let reason):
                 io.withLock { $0.connections[connection] }?.close(code: code, reason: reason)
             case .abort(let connection):

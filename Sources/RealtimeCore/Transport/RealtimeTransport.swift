@@ -110,6 +110,9 @@ public enum TransportEvent: Sendable {
 public protocol TransportConnection: AnyObject, Sendable {
     /// Queues frames for writing, in order. Frames queued before `opened` are written after it.
     func send(_ frames: [TransportFrame])
+    /// Like ``send(_:)``; `compress: false` asks a transport that compresses messages (WebSocket
+    /// permessage-deflate) to send these as they are. Transports without compression ignore it.
+    func send(_ frames: [TransportFrame], compress: Bool)
     /// Starts the close handshake; `closed` follows.
     func close(code: Int, reason: String)
     /// Drops the connection at once; `closed` follows with `.closedLocally`.
@@ -133,4 +136,11 @@ public protocol RealtimeTransport: Sendable {
 
 extension RealtimeTransport {
     public var customizesTLSTrust: Bool { false }
+}
+
+extension TransportConnection {
+    /// Sends `frames` with ``send(_:)``: for transports that never compress.
+    public func send(_ frames: [TransportFrame], compress: Bool) {
+        send(frames)
+    }
 }

@@ -121,7 +121,8 @@ final class NetworkWebSocketConnection: WebSocketPinging {
         connectTimeout = request.connectTimeout
         handshake = WebSocketClientHandshake(
             url: request.url, headers: request.headers, subprotocols: request.subprotocols, origin: request.origin,
-            key: WebSocketClientHandshake.makeKey(), maximumResponseSize: configuration.maximumHandshakeResponseSize)
+            key: WebSocketClientHandshake.makeKey(), maximumResponseSize: configuration.maximumHandshakeResponseSize,
+            deflate: configuration.compression)
         let options = ChannelOptions(limits: configuration.limits, closeTimeout: configuration.closeTimeout,
                                      pingTimeout: configuration.pingTimeout)
         state = Locked(State(machine: WebSocketConnectionMachine(upgrade: .client(handshake), options: options)))
@@ -287,7 +288,7 @@ final class NetworkWebSocketConnection: WebSocketPinging {
         // The read revealed the end: the app's replies to its messages, queued on `queue` behind this
         // block by `send`, go out before our close frame.
         if state.withLock({ $0.machine.isEnding }) {
-            queue.async { self.drive { $0.finishEnding(after: [], into: &$1) } }
+            queue.async { self.drive { $0.finishEnding(after: [QueuedFrame](), into: &$1) } }
         }
     }
 
@@ -346,7 +347,12 @@ final class NetworkWebSocketConnection: WebSocketPinging {
 
     /// Encodes on the caller's thread (under the lock, so frames keep their order) and writes on `queue`.
     func send(_ frames: [TransportFrame]) {
-        submit { $0.send(frames, into: &$1) }
+        send(frames, compress: true)
+    }
+
+    /// `compress: false` sends the frames uncompressed when permessage-deflate is on.
+    func send(_ frames: [TransportFrame], compress: Bool) {
+        submit { $0.send(frames, compress: compress, into: &$1) }
     }
 
     /// Decided at once, so frames sent after it are dropped; carried out on `queue`.

@@ -13,6 +13,11 @@ import RealtimeCore
 /// Text is validated as it arrives, so invalid UTF-8 fails the connection at the first bad byte, even
 /// in the middle of a frame.
 ///
+/// With permessage-deflate negotiated (the connection turns it on after the upgrade), a
+/// message whose first frame has RSV1 set is inflated as its payload arrives, within the message size
+/// limit; RSV1 anywhere else fails the connection with 1002. Messages from `encode` are compressed from
+/// the options' minimum size on.
+///
 /// Not thread-safe: a value owned by one connection's event loop.
 public struct WebSocketCodec: Sendable {
     /// Clients mask what they send and expect unmasked frames; servers the reverse.
@@ -32,6 +37,17 @@ public struct WebSocketCodec: Sendable {
     private var messageData = Data()
     private var messageFragments = 0
     private var utf8 = UTF8StreamValidator()
+
+    /// permessage-deflate, once the handshake negotiated it.
+    private var deflate: PerMessageDeflate?
+    /// The message being received came with RSV1: its payload is inflated into the message buffers.
+    private var messageCompressed = false
+    /// Payload bytes of the compressed message on the wire (its inflated size is checked as it comes out).
+    private var messageWireBytes = 0
+    /// The 00 00 ff ff that ends a compressed message went in with its last piece (one inflate call, not two).
+    private var messageTailFed = false
+    /// Compressed payloads on their way out, and masked compressed input being unmasked (server role).
+    private var deflateScratch: [UInt8] = []
 
     private var hasReceivedClose = false
     private var hasFailed = false
@@ -59,6 +75,8 @@ public struct WebSocketCodec: Sendable {
 
     /// Messages larger than this are not kept as the reassembly buffer's capacity after delivery.
     private static let retainedMessageCapacity = 64 << 10
+    /// Compressed pieces up to this size are copied to go in with the tail.
+    private static let tailMergeLimit = 16 << 10
 
     /// A codec for a connection whose opening handshake has completed.
     public init(role: WebSocketRole, limits: WebSocketLimits = .init()) {
@@ -71,6 +89,16 @@ public struct WebSocketCodec: Sendable {
         self.limits = limits
         self.maskKeys = maskKeys
     }
+
+    /// Turns permessage-deflate on with what the handshake settled. Call it before the first frame.
+    package mutating func enableDeflate(_ parameters: PerMessageDeflateParameters, minimumMessageSize: Int,
+                                        compressionLevel: Int) {
+        deflate = PerMessageDeflate(parameters, role: role, minimumMessageSize: minimumMessageSize,
+                                    compressionLevel: compressionLevel)
+    }
+
+    /// True once permessage-deflate is on.
+    package var isDeflateEnabled: Bool { deflate != nil }
 
     // MARK: - Receiving
 
@@ -160,7 +188,8 @@ public struct WebSocketCodec: Sendable {
             }
 
             offset += head.headLength
-            if head.isFinal, messageOpcode == nil, !head.isMasked, count - offset >= head.payloadLength {
+            if head.isFinal, messageOpcode == nil, !head.isMasked, head.reservedBits == 0,
+               count - offset >= head.payloadLength {
                 // The common case: a whole unfragmented frame in this read becomes a message straight
                 // from the caller's buffer.
                 let payload = UnsafeRawBufferPointer(start: base + offset, count: head.payloadLength)
@@ -230,8 +259,8 @@ public struct WebSocketCodec: Sendable {
     /// bad or oversized frame fails at once. Returns `false` after failing the connection.
     private mutating func accept(_ head: FrameHead, events: inout [WebSocketEvent], output: inout [UInt8]) -> Bool {
         let problem: (RealtimeError.Code, Int, String)?
-        if head.reservedBits != 0 {
-            problem = (.protocolViolation, 1002, "reserved bits set without a negotiated extension")
+        if let reason = reservedBitsProblem(head) {
+            problem = (.protocolViolation, 1002, reason)
         } else if head.isMasked != (role == .server) {
             problem = role == .client
                 ? (.protocolViolation, 1002, "the server sent a masked frame")
@@ -243,7 +272,9 @@ public struct WebSocketCodec: Sendable {
             case Opcode.text where messageOpcode != nil, Opcode.binary where messageOpcode != nil:
                 problem = (.protocolViolation, 1002, "new message started before the previous one ended")
             case Opcode.continuation, Opcode.text, Opcode.binary:
-                let soFar = messageOpcode == nil ? 0 : messageBytes.count + messageData.count
+                // A compressed message counts its wire bytes here; its inflated size is checked as it comes out.
+                let soFar = messageOpcode == nil ? 0
+                    : messageCompressed ? messageWireBytes : messageBytes.count + messageData.count
                 if head.payloadLength > limits.maximumFrameSize {
                     problem = (.limitExceeded, 1009,
                                "frame of \(head.payloadLength) bytes exceeds the \(limits.maximumFrameSize)-byte limit")
@@ -273,6 +304,17 @@ public struct WebSocketCodec: Sendable {
         return false
     }
 
+    /// Why the reserved bits of `head` break the protocol, if they do: RSV1 marks the first frame of a
+    /// compressed message once permessage-deflate is on (RFC 7692 §6); nothing uses RSV2 and RSV3.
+    private func reservedBitsProblem(_ head: FrameHead) -> String? {
+        guard head.reservedBits != 0 else { return nil }
+        guard deflate != nil else { return "reserved bits set without a negotiated extension" }
+        guard head.reservedBits == 0x40 else { return "RSV2 or RSV3 set: no negotiated extension uses them" }
+        if head.isControl { return "RSV1 set on a control frame" }
+        if head.opcode == Opcode.continuation { return "RSV1 set on a continuation frame" }
+        return nil
+    }
+
     /// Starts receiving a data frame's payload. Returns `true` when the frame was an empty final one
     /// that completed (and delivered) its message.
     @discardableResult
@@ -281,10 +323,13 @@ public struct WebSocketCodec: Sendable {
         if head.opcode != Opcode.continuation {
             messageOpcode = head.opcode
             messageFragments = 0
+            messageCompressed = head.reservedBits != 0
+            messageWireBytes = 0
+            messageTailFed = false
             utf8.reset()
             // The length is known, so reserve it once; capped, so a 10-byte head announcing a huge frame
             // that never comes cannot make us allocate the whole limit up front.
-            if head.isFinal {
+            if head.isFinal, !messageCompressed {
                 let reservation = min(head.payloadLength, Self.retainedMessageCapacity * 16)
                 if head.opcode == Opcode.text {
                     messageBytes.reserveCapacity(reservation)
@@ -294,6 +339,7 @@ public struct WebSocketCodec: Sendable {
             }
         }
         messageFragments += 1
+        if messageCompressed { messageWireBytes += head.payloadLength }
         guard head.payloadLength > 0 else {
             guard head.isFinal else { return false }
             deliverMessage(events: &events, output: &output)
@@ -307,6 +353,29 @@ public struct WebSocketCodec: Sendable {
     /// Copies (and unmasks, and for text validates) one piece of a data frame's payload into the message.
     private mutating func appendPayload(_ chunk: UnsafeRawBufferPointer, of progress: inout FrameProgress,
                                         events: inout [WebSocketEvent], output: inout [UInt8]) -> Bool {
+        if messageCompressed {
+            defer {
+                progress.consumed += chunk.count
+                progress.remaining -= chunk.count
+            }
+            // The last piece of a message goes in with the tail appended, when copying it is cheap next to
+            // inflating it; masked pieces are copied anyway, to be unmasked.
+            let endsMessage = progress.isFinal && chunk.count == progress.remaining
+            guard progress.maskKey != nil || (endsMessage && chunk.count <= Self.tailMergeLimit) else {
+                return inflateIntoMessage(chunk, events: &events, output: &output)
+            }
+            deflateScratch.removeAll(keepingCapacity: true)
+            deflateScratch.append(contentsOf: chunk)
+            if let key = progress.maskKey {
+                deflateScratch.withUnsafeMutableBytes { applyMask($0, key: key, offset: progress.consumed) }
+            }
+            if endsMessage {
+                deflateScratch += PerMessageDeflate.tail
+                messageTailFed = true
+            }
+            let scratch = deflateScratch
+            return scratch.withUnsafeBytes { inflateIntoMessage($0, events: &events, output: &output) }
+        }
         var valid = true
         if messageOpcode == Opcode.text {
             let start = messageBytes.count
@@ -334,7 +403,52 @@ public struct WebSocketCodec: Sendable {
         return true
     }
 
+    /// Inflates a piece of a compressed message (or, with `input` nil, the end of it) into the message
+    /// buffers, validating text as it comes out. Returns `false` after failing the connection.
+    private mutating func inflateIntoMessage(_ input: UnsafeRawBufferPointer?, events: inout [WebSocketEvent],
+                                             output: inout [UInt8]) -> Bool {
+        // Taken out for the call, so the sink may append to the message buffers.
+        guard var deflate = deflate.take() else { return false }
+        let limit = limits.maximumMessageSize - messageBytes.count - messageData.count
+        let isText = messageOpcode == Opcode.text
+        let outcome = if let input {
+            deflate.inflate(input, limit: limit) { takeInflated($0, isText: isText) }
+        } else {
+            deflate.finishMessage(tailFed: messageTailFed, limit: limit) { takeInflated($0, isText: isText) }
+        }
+        self.deflate = deflate
+        switch outcome {
+        case .consumed, .streamEnded:
+            return true
+        case .limitExceeded:
+            fail(.limitExceeded, closeCode: 1009, "compressed message inflates past the \(limits.maximumMessageSize)-byte limit",
+                 events: &events, output: &output)
+        case .stopped:
+            fail(.invalidUTF8, closeCode: 1007, "text message is not valid UTF-8", events: &events, output: &output)
+        case .failed(let reason):
+            fail(.protocolViolation, closeCode: 1007, "compressed message cannot be inflated: \(reason)",
+                 events: &events, output: &output)
+        }
+        return false
+    }
+
+    /// Appends inflated bytes to the message; for text, false at the first invalid UTF-8.
+    private mutating func takeInflated(_ piece: UnsafeRawBufferPointer, isText: Bool) -> Bool {
+        guard isText else {
+            messageData.append(piece.assumingMemoryBound(to: UInt8.self))
+            return true
+        }
+        messageBytes.append(contentsOf: piece)
+        return utf8.validate(piece)
+    }
+
     private mutating func deliverMessage(events: inout [WebSocketEvent], output: inout [UInt8]) {
+        if messageCompressed {
+            // An empty payload is no DEFLATE data at all (compressors write 0x00 for an empty message):
+            // taken as the empty message, without feeding the tail to the inflater, whose state it would break.
+            guard messageWireBytes == 0 || inflateIntoMessage(nil, events: &events, output: &output) else { return }
+            messageCompressed = false
+        }
         if messageOpcode == Opcode.text {
             guard utf8.isComplete else {
                 fail(.invalidUTF8, closeCode: 1007, "text message ends inside a UTF-8 sequence",
@@ -435,6 +549,9 @@ public struct WebSocketCodec: Sendable {
         messageData = Data()
         frame = nil
         messageOpcode = nil
+        messageCompressed = false
+        messageTailFed = false
+        deflateScratch = []
     }
 
     /// A validated `String` made straight from `bytes`, or `nil` when they are not UTF-8.
@@ -450,16 +567,40 @@ public struct WebSocketCodec: Sendable {
 
     // MARK: - Sending
 
-    /// Appends `frame` as one unfragmented message (masked when this is a client). Does nothing once a
-    /// close frame has been sent: RFC 6455 forbids data after it.
+    /// Appends `frame` as one unfragmented message (masked when this is a client), compressed when
+    /// permessage-deflate is on and the message is large enough. Does nothing once a close frame has been
+    /// sent: RFC 6455 forbids data after it.
     public mutating func encode(_ frame: TransportFrame, into output: inout [UInt8]) {
+        encode(frame, compress: true, into: &output)
+    }
+
+    /// Like ``encode(_:into:)``; `compress: false` sends the message uncompressed even when
+    /// permessage-deflate is on (for data that is already compressed, or secrets: see BREACH).
+    package mutating func encode(_ frame: TransportFrame, compress: Bool, into output: inout [UInt8]) {
         guard !hasSentClose else { return }
         switch frame {
         case .text(var text):
-            text.withUTF8 { writeFrame(opcode: Opcode.text, payload: UnsafeRawBufferPointer($0), into: &output) }
+            text.withUTF8 { writeMessage(opcode: Opcode.text, payload: UnsafeRawBufferPointer($0), compress: compress, into: &output) }
         case .binary(let data):
-            data.withUnsafeBytes { writeFrame(opcode: Opcode.binary, payload: $0, into: &output) }
+            data.withUnsafeBytes { writeMessage(opcode: Opcode.binary, payload: $0, compress: compress, into: &output) }
         }
+    }
+
+    /// One data message: compressed with RSV1 set when asked and deflate allows it, else as it is.
+    private mutating func writeMessage(opcode: UInt8, payload: UnsafeRawBufferPointer, compress: Bool,
+                                       into output: inout [UInt8]) {
+        guard compress, deflate?.compresses(payload.count) == true else {
+            writeFrame(opcode: opcode, payload: payload, into: &output)
+            return
+        }
+        deflateScratch.removeAll(keepingCapacity: true)
+        guard deflate?.compress(payload, into: &deflateScratch) == true else {
+            writeFrame(opcode: opcode, payload: payload, into: &output)
+            return
+        }
+        let compressed = deflateScratch
+        compressed.withUnsafeBytes { writeFrame(opcode: opcode, compressed: true, payload: $0, into: &output) }
+        if deflateScratch.capacity > Self.retainedMessageCapacity { deflateScratch = [] }
     }
 
     /// Appends a ping. Payloads over 125 bytes are cut to 125 (control frames cannot carry more).
@@ -505,12 +646,14 @@ public struct WebSocketCodec: Sendable {
         payload.withUnsafeBytes { writeFrame(opcode: opcode, payload: $0, into: &output) }
     }
 
-    /// Appends one final frame: head, masking key (client) and payload, masked in place.
-    private mutating func writeFrame(opcode: UInt8, payload: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+    /// Appends one final frame: head (RSV1 set when `compressed`), masking key (client) and payload,
+    /// masked in place.
+    private mutating func writeFrame(opcode: UInt8, compressed: Bool = false, payload: UnsafeRawBufferPointer,
+                                     into output: inout [UInt8]) {
         let length = payload.count
         let masked = role == .client
         output.reserveCapacity(output.count + length + 14)
-        output.append(0x80 | opcode)
+        output.append(0x80 | (compressed ? 0x40 : 0) | opcode)
         let maskBit: UInt8 = masked ? 0x80 : 0
         if length < 126 {
             output.append(maskBit | UInt8(length))

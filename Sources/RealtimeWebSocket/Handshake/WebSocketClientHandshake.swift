@@ -16,6 +16,11 @@ package struct WebSocketClientHandshake: Sendable {
     package let key: [UInt8]
     /// Bytes the response head (and the start of an error body) may take before we give up.
     package let maximumResponseSize: Int
+    /// permessage-deflate to offer, if any.
+    package let deflate: PerMessageDeflateOptions?
+    /// What the server's answer settled for permessage-deflate, once ``receive(_:)`` returned the open
+    /// connection; nil when it was not offered or the server declined.
+    package private(set) var negotiatedDeflate: PerMessageDeflateParameters?
 
     /// `key` as sent in `Sec-WebSocket-Key`.
     package var encodedKey: String { Base64.encode(key) }
@@ -43,13 +48,14 @@ package struct WebSocketClientHandshake: Sendable {
     /// `url` is ws/wss/http/https; path+query go on the request line; Host includes a non-default port.
     /// Call `validate()` first to turn bad arguments into an error instead of a request the server refuses.
     package init(url: URL, headers: [HTTPHeader] = [], subprotocols: [String] = [], origin: String? = nil,
-                key: [UInt8], maximumResponseSize: Int = 16_384) {
+                key: [UInt8], maximumResponseSize: Int = 16_384, deflate: PerMessageDeflateOptions? = nil) {
         self.url = url
         self.headers = headers
         self.subprotocols = subprotocols
         self.origin = origin
         self.key = key
         self.maximumResponseSize = maximumResponseSize
+        self.deflate = deflate
     }
 
     /// 16 bytes from the system CSPRNG, for `key`.
@@ -64,9 +70,10 @@ package struct WebSocketClientHandshake: Sendable {
     }
 
     /// Throws `.invalidArgument` for a URL without host or with another scheme, a key that is not 16
-    /// bytes, a subprotocol that is not an HTTP token, or a header that is malformed or one the
-    /// handshake manages itself.
+    /// bytes, a subprotocol that is not an HTTP token, a header that is malformed or one the
+    /// handshake manages itself, or deflate options out of range.
     package func validate() throws(RealtimeError) {
+        try deflate?.validate()
         guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme) else {
             throw RealtimeError(.invalidArgument, "WebSocket URL must use ws, wss, http or https",
                                 context: .init(detail: url.absoluteString))
@@ -125,6 +132,7 @@ package struct WebSocketClientHandshake: Sendable {
         lines.append("Sec-WebSocket-Key: \(encodedKey)")
         lines.append("Sec-WebSocket-Version: 13")
         if !subprotocols.isEmpty { lines.append("Sec-WebSocket-Protocol: \(subprotocols.joined(separator: ", "))") }
+        if let deflate { lines.append("Sec-WebSocket-Extensions: \(PerMessageDeflateNegotiation.offer(deflate))") }
         if let origin, HTTPHead.isSafeFieldValue(origin) { lines.append("Origin: \(origin)") }
         for header in headers where HTTPHead.isToken(header.name) && HTTPHead.isSafeFieldValue(header.value)
             && !Self.managedHeaderNames.contains(header.name.lowercased()) {
@@ -141,8 +149,8 @@ package struct WebSocketClientHandshake: Sendable {
     ///
     /// Throws `.handshakeRejected` for a status other than 101 (`context.httpStatus`, and in
     /// `context.detail` the redirect target and the start of the body), `.handshakeInvalid` for a
-    /// malformed or oversized response, a wrong accept value, missing upgrade headers or a subprotocol
-    /// or extension we did not offer.
+    /// malformed or oversized response, a wrong accept value, missing upgrade headers, a subprotocol
+    /// or extension we did not offer, or a permessage-deflate answer RFC 7692 does not allow.
     package mutating func receive(_ bytes: UnsafeRawBufferPointer) throws(RealtimeError) -> (info: TransportOpenInfo, leftover: [UInt8])? {
         guard !isFinished else {
             throw RealtimeError(.invalidArgument, "the handshake already finished")
@@ -175,7 +183,13 @@ package struct WebSocketClientHandshake: Sendable {
         }
         if status == 101 {
             let info: TransportOpenInfo
-            do { info = try checkUpgrade(head) } catch { throw finish(error) }
+            do {
+                info = try checkUpgrade(head)
+                negotiatedDeflate = try PerMessageDeflateNegotiation.accept(head.values("sec-websocket-extensions"),
+                                                                           offered: deflate)
+            } catch {
+                throw finish(error)
+            }
             let leftover = Array(buffer[headEnd...])
             isFinished = true
             buffer = []
@@ -236,10 +250,6 @@ package struct WebSocketClientHandshake: Sendable {
             throw RealtimeError(.handshakeInvalid, "Sec-WebSocket-Accept does not match our key",
                                 context: .init(httpStatus: 101,
                                                detail: "expected \(expectedAccept), got \(accepts.isEmpty ? "none" : accepts.joined(separator: ", "))"))
-        }
-        if let extensions = head.value("sec-websocket-extensions"), !extensions.isEmpty {
-            throw RealtimeError(.handshakeInvalid, "the server enabled an extension we did not offer",
-                                context: .init(httpStatus: 101, detail: extensions))
         }
         var chosen: String?
         if let selected = head.value("sec-websocket-protocol") {

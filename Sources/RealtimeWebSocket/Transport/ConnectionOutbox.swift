@@ -9,7 +9,7 @@ final class ConnectionOutbox: Sendable {
     }
 
     struct State: Sendable {
-        var frames: [TransportFrame] = []
+        var frames: [QueuedFrame] = []
         /// Payload bytes of `frames`.
         var queuedBytes = 0
         /// Encoded bytes the socket has not taken yet (kept by the loop).
@@ -50,7 +50,7 @@ final class ConnectionOutbox: Sendable {
 
     /// Queues frames, enforcing the limit; ignored once a close or abort was requested. Returns true when
     /// the loop must be woken.
-    func enqueue(_ frames: [TransportFrame]) -> Bool {
+    func enqueue(_ frames: [TransportFrame], compress: Bool = true) -> Bool {
         var size = 0
         for frame in frames { size += frame.payloadCount }
         return update { state in
@@ -60,7 +60,7 @@ final class ConnectionOutbox: Sendable {
                 state.overflowed = true
                 return
             }
-            state.frames += frames
+            state.frames += frames.map { QueuedFrame(frame: $0, compress: compress) }
             state.queuedBytes += size
         }
     }

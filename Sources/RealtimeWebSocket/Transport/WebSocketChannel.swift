@@ -530,8 +530,8 @@ final class WebSocketChannel: LoopHandler {
     }
 
     /// Takes the frames the app queued so far (its replies, sent before the close frame we owe).
-    private func takeQueuedFrames() -> [TransportFrame] {
-        outbox.state.withLock { state -> [TransportFrame] in
+    private func takeQueuedFrames() -> [QueuedFrame] {
+        outbox.state.withLock { state -> [QueuedFrame] in
             defer {
                 state.unsentBytes += state.queuedBytes
                 state.queuedBytes = 0

@@ -77,6 +77,11 @@ public final class WebSocketClientConnection: WebSocketPinging {
         if outbox.enqueue(frames) { wakeLoop() }
     }
 
+    /// Like ``send(_:)``; `compress: false` sends the frames uncompressed when permessage-deflate is on.
+    public func send(_ frames: [TransportFrame], compress: Bool) {
+        if outbox.enqueue(frames, compress: compress) { wakeLoop() }
+    }
+
     /// Sends a close frame with `code` and `reason` and waits (up to the close timeout) for the peer's.
     public func close(code: Int, reason: String) {
         let wake = outbox.update { state in

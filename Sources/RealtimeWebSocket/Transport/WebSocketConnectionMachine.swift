@@ -14,6 +14,12 @@ enum ServerUpgradeResult {
 /// Parses an upgrade request as it arrives; built per accepted socket by the server.
 typealias ServerUpgrader = (UnsafeRawBufferPointer) -> ServerUpgradeResult
 
+/// A frame the app queued, and whether permessage-deflate may compress it.
+struct QueuedFrame: Sendable {
+    var frame: TransportFrame
+    var compress = true
+}
+
 /// Timeouts and limits of one connection.
 struct ChannelOptions: Sendable {
     var limits: WebSocketLimits
@@ -93,7 +99,7 @@ struct WebSocketConnectionMachine {
     private var received: [TransportFrame] = []
     /// Reused for the codec's events.
     private var events: [WebSocketEvent] = []
-    private var framesBeforeOpen: [TransportFrame] = []
+    private var framesBeforeOpen: [QueuedFrame] = []
     /// Payload bytes of the frames waiting for the upgrade (they count against the send limit).
     private(set) var bytesQueuedBeforeOpen = 0
     private var pingsBeforeOpen: [UInt64] = []
@@ -162,9 +168,9 @@ struct WebSocketConnectionMachine {
 
     /// After the delivery of the last messages before the peer's close or a protocol error: writes
     /// `replies` (what the app sent in answer), then our close frame, then finishes.
-    mutating func finishEnding(after replies: [TransportFrame], into output: inout Output) {
+    mutating func finishEnding(after replies: [QueuedFrame], into output: inout Output) {
         guard let ending, phase != .finished else { return }
-        for frame in replies { codec.encode(frame, into: &output.bytes) }
+        for reply in replies { codec.encode(reply.frame, compress: reply.compress, into: &output.bytes) }
         codec.writeOwedClose(into: &output.bytes)
         finish(ending, into: &output)
     }
@@ -224,6 +230,11 @@ struct WebSocketConnectionMachine {
     private mutating func open(_ info: TransportOpenInfo, leftover: [UInt8], now: UInt64, into output: inout Output) {
         phase = .open
         startDeadline = nil
+        if case .client(let handshake) = upgrade, let negotiated = handshake.negotiatedDeflate,
+           let options = handshake.deflate {
+            codec.enableDeflate(negotiated, minimumMessageSize: options.minimumMessageSize,
+                                compressionLevel: options.compressionLevel)
+        }
         output.actions.append(.opened(info))
         let frames = framesBeforeOpen
         let pings = pingsBeforeOpen
@@ -265,15 +276,25 @@ struct WebSocketConnectionMachine {
 
     // MARK: Requests from the app
 
+    /// Like ``finishEnding(after:into:)`` with frames that may all be compressed.
+    mutating func finishEnding(after replies: [TransportFrame], into output: inout Output) {
+        finishEnding(after: replies.map { QueuedFrame(frame: $0) }, into: &output)
+    }
+
     /// Encodes `frames`, or keeps them until the upgrade completes. Frames after our close are dropped.
-    mutating func send(_ frames: [TransportFrame], into output: inout Output) {
+    mutating func send(_ frames: [QueuedFrame], into output: inout Output) {
         guard !frames.isEmpty, phase != .finished, localClose == nil else { return }
         guard phase == .open else {
             framesBeforeOpen += frames
-            for frame in frames { bytesQueuedBeforeOpen += frame.payloadCount }
+            for queued in frames { bytesQueuedBeforeOpen += queued.frame.payloadCount }
             return
         }
-        for frame in frames { codec.encode(frame, into: &output.bytes) }
+        for queued in frames { codec.encode(queued.frame, compress: queued.compress, into: &output.bytes) }
+    }
+
+    /// Like ``send(_:into:)``, every frame compressed or not by `compress`.
+    mutating func send(_ frames: [TransportFrame], compress: Bool = true, into output: inout Output) {
+        send(frames.map { QueuedFrame(frame: $0, compress: compress) }, into: &output)
     }
 
     /// Sends ping `id` (its 8 bytes are the payload) and arms its timeout; before the upgrade it waits.

@@ -34,11 +34,17 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
         /// ``ProxyConfiguration/fromEnvironment(for:environment:)``.
         public var proxy: ProxyConfiguration?
 
+        /// permessage-deflate (RFC 7692) to offer: on by default, used when the server accepts it; `nil`
+        /// offers no compression. Incoming compressed messages are inflated within `limits`.
+        public var compression: PerMessageDeflateOptions?
+
         /// Defaults: verified TLS ≥ 1.2, 16 MiB frames and messages, 8 MiB write queue, 5 s close and
-        /// 10 s ping timeouts, 16 KiB upgrade responses, no proxy.
+        /// 10 s ping timeouts, 16 KiB upgrade responses, permessage-deflate offered with its defaults, no
+        /// proxy.
         public init(tls: TLSConfiguration = TLSConfiguration(), limits: WebSocketLimits = WebSocketLimits(),
                     maximumBufferedBytes: Int = 8 << 20, closeTimeout: Duration = .seconds(5),
                     pingTimeout: Duration = .seconds(10), maximumHandshakeResponseSize: Int = 16_384,
+                    compression: PerMessageDeflateOptions? = PerMessageDeflateOptions(),
                     proxy: ProxyConfiguration? = nil) {
             self.tls = tls
             self.limits = limits
@@ -47,6 +53,7 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
             self.pingTimeout = pingTimeout
             self.maximumHandshakeResponseSize = maximumHandshakeResponseSize
             self.proxy = proxy
+            self.compression = compression
         }
     }
 
@@ -95,7 +102,7 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
         let handshake = WebSocketClientHandshake(
             url: request.url, headers: request.headers, subprotocols: request.subprotocols, origin: request.origin,
             key: WebSocketClientHandshake.makeKey(),
-            maximumResponseSize: configuration.maximumHandshakeResponseSize)
+            maximumResponseSize: configuration.maximumHandshakeResponseSize, deflate: configuration.compression)
         do {
             try handshake.validate()
         } catch {

@@ -52,7 +52,7 @@ swiftc -emit-module -module-name RealtimeCore "${flags[@]}" -I "$tmp/stub" \
     -emit-module-path "$tmp/core/RealtimeCore.swiftmodule" "${sources[@]}" >"$tmp/core.log" 2>&1 \
     || { cat "$tmp/core.log" >&2; fail "emitting the RealtimeCore module"; }
 
-# 4. The C modules as SwiftPM exposes them: COpenSSL and CRealtimeLinux through their own module maps; CRealtimeAEAD, which has
+# 4. The C modules as SwiftPM exposes them: COpenSSL, CRealtimeLinux and CZlib through their own module maps; CRealtimeAEAD, which has
 #    none, through the umbrella-directory map SwiftPM generates for it.
 mkdir -p "$tmp/aead"
 printf 'module CRealtimeAEAD {\n    umbrella "%s"\n    export *\n}\n' "$root/Sources/CRealtimeAEAD/include" \
@@ -64,6 +64,7 @@ sources_of Sources/RealtimeWebSocket
 swiftc -typecheck -module-name RealtimeWebSocket "${flags[@]}" -I "$tmp/stub" -I "$tmp/core" \
     -Xcc "-fmodule-map-file=$root/Sources/COpenSSL/module.modulemap" \
     -Xcc "-fmodule-map-file=$root/Sources/CRealtimeLinux/module.modulemap" \
+    -Xcc "-fmodule-map-file=$root/Sources/CZlib/module.modulemap" \
     -Xcc "-fmodule-map-file=$tmp/aead/module.modulemap" -Xcc -I -Xcc "$root/Sources/CRealtimeAEAD/include" \
     "${sources[@]}" || fail "swiftc -typecheck of Sources/RealtimeWebSocket"
 

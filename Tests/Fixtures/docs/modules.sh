@@ -1,7 +1,7 @@
 # Sourced by build.sh and snippets.sh: builds the library modules the docs need and sets
 #   bin          SwiftPM's bin directory (its Modules/ holds the .swiftmodule files)
 #   import_flags the flags that let swiftc and swift-symbolgraph-extract import them (the C modules
-#                COpenSSL, CRealtimeLinux and CRealtimeAEAD included, as SwiftPM exposes them)
+#                COpenSSL, CRealtimeLinux, CZlib and CRealtimeAEAD included, as SwiftPM exposes them)
 # Expects `root` (the package directory), `tmp` (a scratch directory) and `fail` to be defined.
 #
 # The build uses no extra flags, like run-all's `swift run realtime demo` step that precedes the docs step,
@@ -23,6 +23,7 @@ import_flags=(
     -I "$bin/Modules"
     -Xcc "-fmodule-map-file=$root/Sources/COpenSSL/module.modulemap"
     -Xcc "-fmodule-map-file=$root/Sources/CRealtimeLinux/module.modulemap"
+    -Xcc "-fmodule-map-file=$root/Sources/CZlib/module.modulemap"
     -Xcc "-fmodule-map-file=$tmp/aead/module.modulemap" -Xcc -I -Xcc "$root/Sources/CRealtimeAEAD/include"
     -module-cache-path "$bin/ModuleCache"
 )

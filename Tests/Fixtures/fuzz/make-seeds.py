@@ -244,8 +244,30 @@ actioncable_programs = [
     text('{"identifier":"{\\"channel\\":\\"ChatChannel\\",\\"room\\":2}","type":"confirm_subscription"}'),
 ]
 
+# WebSocket with permessage-deflate: a config byte (limit, server window, context takeover), a cut seed,
+# then frame specs: flags (bits 0-1 opcode cont/text/binary/ping, 2 FIN, 3 RSV1, 4 compressed by the
+# server codec, 5 repeated), a length, the bytes, and the repeat count when repeated.
+def spec(flags, payload, repeat=None):
+    return bytes([flags, len(payload)]) + payload + (bytes([repeat]) if repeat is not None else b"")
+
+
+hello_deflated = bytes([0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00])
+deflate_seeds = [
+    bytes([0x07, 3]) + spec(0x11, b'{"event":"hello","data":"world"}') + spec(0x10, b"\x00\x01\x02" * 20)
+    + spec(0x05, b"plain") + spec(0x11, b'{"event":"hello","data":"again"}'),
+    bytes([0x00, 1]) + spec(0x31, b"a" * 32, repeat=200),
+    bytes([0x3F, 9]) + spec(0x0D, hello_deflated) + spec(0x0D, bytes([0xF2, 0x00, 0x11, 0x00, 0x00])),
+    bytes([0x07, 5]) + spec(0x09, hello_deflated[:3]) + spec(0x04, hello_deflated[3:]),
+    bytes([0x07, 0]) + spec(0x01, b"ab") + spec(0x0C, b"cd"),
+    bytes([0x7F, 2]) + spec(0x11, b"Hello Hello Hello") + spec(0x11, b"Hello Hello Hello"),
+    bytes([0x07, 4]) + spec(0x0F, b"ping"),
+    bytes([0x07, 6]) + spec(0x0D, b"\xff\xff\xff\xff"),
+    bytes([0x07, 7]) + spec(0x0D, bytes([0x00, 0x05, 0x00, 0xFA, 0xFF]) + b"Hello" + b"\x00"),
+]
+
 write("json", json_seeds)
 write("websocket-codec", codec_seeds)
+write("websocket-deflate", deflate_seeds)
 write("upgrade-response", upgrade_seeds)
 write("proxy-answer", proxy_seeds)
 write("tls-records", tls_seeds)

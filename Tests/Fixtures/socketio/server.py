@@ -8,12 +8,17 @@ prints "READY <port>" once listening. --fast-ping sets ping_interval=1 s, ping_t
 
 Namespaces "/" and "/chat" share the handlers below. "/chat" requires auth {"token": "secret"}; "/"
 refuses a token other than "secret" and accepts none.
+
+WebSockets are aiohttp's, which accept permessage-deflate (and then compress every frame they send). The
+"deflate_report" event answers, from the server's side, what the client offered, what aiohttp answered,
+and the flags and sizes of the frames the client sent on that Engine.IO session's WebSocket.
 """
 
 import argparse
 import asyncio
 import sys
 
+import engineio.async_drivers.aiohttp as engineio_aiohttp
 import socketio
 from aiohttp import web
 
@@ -44,6 +49,77 @@ async def track_transports(request, handler):
 
 
 app.middlewares.append(track_transports)
+
+# Engine.IO sid -> what the client's WebSocket negotiated and sent (see DeflateRecordingResponse).
+deflate_stats = {}
+
+
+class FrameSniffer:
+    """Sits in front of aiohttp's WebSocket reader and notes each client frame's RSV1 bit and length."""
+
+    def __init__(self, parser, stats):
+        self._parser = parser
+        self._stats = stats
+        self._buffer = bytearray()
+
+    def feed_data(self, data):
+        self._buffer += data
+        while True:
+            frame = self._next_frame()
+            if frame is None:
+                break
+            if len(self._stats["frames"]) < 1000:
+                self._stats["frames"].append(frame)
+        return self._parser.feed_data(data)
+
+    def feed_eof(self):
+        return self._parser.feed_eof()
+
+    def _next_frame(self):
+        buffer = self._buffer
+        if len(buffer) < 2:
+            return None
+        length = buffer[1] & 0x7F
+        offset = 2
+        if length == 126:
+            if len(buffer) < 4:
+                return None
+            length = int.from_bytes(buffer[2:4], "big")
+            offset = 4
+        elif length == 127:
+            if len(buffer) < 10:
+                return None
+            length = int.from_bytes(buffer[2:10], "big")
+            offset = 10
+        if buffer[1] & 0x80:
+            offset += 4
+        if len(buffer) < offset + length:
+            return None
+        frame = {"rsv1": bool(buffer[0] & 0x40), "opcode": buffer[0] & 0x0F, "length": length}
+        del buffer[:offset + length]
+        return frame
+
+
+class DeflateRecordingResponse(web.WebSocketResponse):
+    """engineio's WebSocketResponse, recording the negotiation and sniffing the frames it reads."""
+
+    async def prepare(self, request):
+        writer = await super().prepare(request)
+        stats = {
+            "offer": request.headers.get("Sec-WebSocket-Extensions"),
+            "answer": self.headers.get("Sec-WebSocket-Extensions"),
+            "window_bits": int(self.compress or 0),
+            "frames": [],
+        }
+        request["deflate_stats"] = stats
+        if request.query.get("sid"):
+            deflate_stats[request.query["sid"]] = stats
+        protocol = request.protocol
+        protocol._payload_parser = FrameSniffer(protocol._payload_parser, stats)
+        return writer
+
+
+engineio_aiohttp.WebSocketResponse = DeflateRecordingResponse
 sio.attach(app)
 
 
@@ -65,6 +141,8 @@ def register(ns):
         eio_sid = sio.manager.eio_sid_from_sid(sid, ns)
         if request is not None and request.transport is not None and eio_sid:
             live_transports.setdefault(eio_sid, set()).add(request.transport)
+        if request is not None and eio_sid and request.get("deflate_stats") is not None:
+            deflate_stats[eio_sid] = request["deflate_stats"]
         # Emitted from the connect handler: may reach the client before the CONNECT ack.
         await sio.emit("welcome", {"namespace": ns, "auth": auth}, to=sid, namespace=ns)
 
@@ -121,6 +199,14 @@ def register(ns):
     async def which_transport(sid):
         return sio.transport(sid, namespace=ns)
 
+    async def bomb(sid, size):
+        # aiohttp compresses it (deflate negotiated) into a few KB on the wire.
+        await sio.emit("bomb", "a" * size, to=sid, namespace=ns)
+
+    async def deflate_report(sid):
+        stats = deflate_stats.get(sio.manager.eio_sid_from_sid(sid, ns))
+        return stats if stats is not None else {"window_bits": 0, "frames": []}
+
     async def burst(sid, count):
         for index in range(count):
             await sio.emit("burst_item", index, to=sid, namespace=ns)
@@ -131,6 +217,7 @@ def register(ns):
         "send_binary": send_binary, "ask_me": ask_me, "join": join, "broadcast": broadcast,
         "kick_me": kick_me, "close_engine": close_engine, "go_silent": go_silent,
         "drop_transport": drop_transport, "burst": burst, "which_transport": which_transport,
+        "deflate_report": deflate_report, "bomb": bomb,
     }
     for name, handler in handlers.items():
         sio.on(name, handler, namespace=ns)

@@ -95,7 +95,8 @@ struct LineMachine: DialectMachine {
         case .send(let message):
             let value: JSONValue = ["t": "send", "ch": .string(message.channel.name), "name": .string(message.event),
                                     "args": .array(message.arguments)]
-            actions.append(.send(.text(value.serialized())))
+            let frame = TransportFrame.text(value.serialized())
+            actions.append(message.compress ? .send(frame) : .sendUncompressed(frame))
         case .request(let message, let id):
             nextAck += 1
             requestIDs[nextAck] = id
