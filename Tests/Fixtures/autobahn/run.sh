@@ -3,19 +3,20 @@
 # 13.*) against AutobahnTestee, which echoes through WebSocketTransport, the product path (the testee's
 # --codec-only flag bypasses it).
 #
-# Deflate: all 216 cases of 12 and 13 take about 30 minutes here (the Python 2 server compresses 1,000
-# messages of up to 128 KiB per case). By default (AUTOBAHN_DEFLATE=ci) every subcategory runs (the five
-# corpora of 12, the seven parameter sets of 13) at 16 B, 256 B, 4 KiB, 32 KiB and 8 KiB in 256-byte
-# fragments, plus 128 KiB (past the window) whole and fragmented in five of them: 65 cases, about 3
-# minutes. AUTOBAHN_DEFLATE=full runs all 216, AUTOBAHN_DEFLATE=none none.
+# Deflate: all 216 cases of 12 and 13 run by default (AUTOBAHN_DEFLATE=full). The Python 2 server is the
+# bottleneck (it compresses 1,000 messages of up to 128 KiB per case, on one core), so the cases are split
+# in two shards of about equal time, each with its own fuzzingserver (ports AUTOBAHN_PORT and +1) and
+# testee, run at once. AUTOBAHN_DEFLATE=ci runs a subset: every subcategory (the five corpora of 12, the
+# seven parameter sets of 13) at 16 B, 256 B, 4 KiB, 32 KiB and 8 KiB in 256-byte fragments, plus 128 KiB
+# (past the window) whole and fragmented in five of them: 65 cases; AUTOBAHN_DEFLATE=none runs none.
 #
 # Creates (once) a Python 2.7 virtualenv with autobahntestsuite 0.8.2 under .peers/ at the repo root,
 # starts `wstest -m fuzzingserver` on 127.0.0.1, runs the release-built testee, prints every case that is
 # not OK and a final line `autobahn: N passed, M failed`, and exits non-zero when M > 0.
 # Without Python 2.7 it falls back to conformance_server.py (our own, far smaller suite) and says so.
 #
-# Environment: AUTOBAHN_PORT (default 9001), AUTOBAHN_CASES (JSON list, default the groups above),
-# AUTOBAHN_DEFLATE (ci, full or none: which cases of 12 and 13 the default list has),
+# Environment: AUTOBAHN_PORT (default 9001; a second shard uses the next port), AUTOBAHN_CASES (JSON list
+# run as one shard, default the groups above), AUTOBAHN_DEFLATE (full, ci or none: which cases of 12 and 13),
 # PYTHON2 (default ~/.pyenv/versions/2.7.18/bin/python), AUTOBAHN_FALLBACK=1 (use the fallback anyway),
 # AUTOBAHN_TESTEE_ARGS (extra testee arguments, such as --codec-only).
 set -euo pipefail
@@ -23,20 +24,26 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 port="${AUTOBAHN_PORT:-9001}"
-case "${AUTOBAHN_DEFLATE:-ci}" in
-    full) deflate_cases=', "12.*", "13.*"' ;;
-    none) deflate_cases='' ;;
+base_cases='"1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "9.*", "10.*"'
+case "${AUTOBAHN_DEFLATE:-full}" in
+    full)
+        # Measured per subcategory: 12.x about 260 s, 13.x about 85 s (under load); 1-10 about 100 s.
+        shards=('["12.1.*", "12.2.*", "12.3.*", "13.1.*", "13.2.*"]'
+                "[$base_cases, \"12.4.*\", \"12.5.*\", \"13.3.*\", \"13.4.*\", \"13.5.*\", \"13.6.*\", \"13.7.*\"]") ;;
+    none) shards=("[$base_cases]") ;;
     ci)
-        deflate_cases=''
-        for sub in 12.1 12.2 12.3 12.4 12.5 13.1 13.2 13.3 13.4 13.5 13.6 13.7; do
-            for size in 1 3 5 8 11; do deflate_cases+=", \"$sub.$size\""; done
+        twelve='' thirteen=''
+        for size in 1 3 5 8 11; do
+            for sub in 12.1 12.2 12.3 12.4 12.5; do twelve+=", \"$sub.$size\""; done
+            for sub in 13.1 13.2 13.3 13.4 13.5 13.6 13.7; do thirteen+=", \"$sub.$size\""; done
         done
         # 128 KiB: whole (the default offer; window 9 without context takeover), in 1 KiB fragments (the
         # default offer; the three offers of 13.7) and in 32 KiB fragments (window 9).
-        deflate_cases+=', "12.1.10", "13.5.10", "12.1.16", "13.7.16", "13.3.18"' ;;
-    *) echo "run.sh: AUTOBAHN_DEFLATE must be ci, full or none" >&2; exit 2 ;;
+        shards=("[$base_cases$twelve, \"12.1.10\", \"12.1.16\"]"
+                "[${thirteen#, }, \"13.5.10\", \"13.7.16\", \"13.3.18\"]") ;;
+    *) echo "run.sh: AUTOBAHN_DEFLATE must be full, ci or none" >&2; exit 2 ;;
 esac
-cases="${AUTOBAHN_CASES:-[\"1.*\", \"2.*\", \"3.*\", \"4.*\", \"5.*\", \"6.*\", \"7.*\", \"9.*\", \"10.*\"$deflate_cases]}"
+[ -n "${AUTOBAHN_CASES:-}" ] && shards=("$AUTOBAHN_CASES")
 python2="${PYTHON2:-$HOME/.pyenv/versions/2.7.18/bin/python}"
 peers="$root/.peers"
 venv="$peers/autobahn-venv"
@@ -47,7 +54,7 @@ started_at=$(date +%s)
 mkdir -p "$work"
 
 port_open() {
-    "$python3_bin" - "$port" <<'PY'
+    "$python3_bin" - "${1:-$port}" <<'PY'
 import socket, sys
 s = socket.socket()
 s.settimeout(0.2)
@@ -59,28 +66,34 @@ s.close()
 PY
 }
 
-if port_open; then
-    echo "run.sh: something already listens on 127.0.0.1:$port (another Autobahn run?); set AUTOBAHN_PORT" >&2
-    exit 2
-fi
+for shard in "${!shards[@]}"; do
+    if port_open $((port + shard)); then
+        echo "run.sh: something already listens on 127.0.0.1:$((port + shard)) (another Autobahn run?); set AUTOBAHN_PORT" >&2
+        exit 2
+    fi
+done
 
 echo "run.sh: building AutobahnTestee (release)"
 (cd "$root" && swift build -c release --product AutobahnTestee 2>&1 | tail -1)
 testee="$(cd "$root" && swift build -c release --show-bin-path)/AutobahnTestee"
 
 server_pid=""
+server_pids=()
 cleanup() {
-    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    for pid in $server_pid "${server_pids[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
 }
 trap cleanup EXIT
 
+# wait_for_port [PORT [PID]]: until PORT listens, or the server PID is gone.
 wait_for_port() {
     for _ in $(seq 1 150); do
-        if port_open; then return 0; fi
-        if ! kill -0 "$server_pid" 2>/dev/null; then return 1; fi
+        if port_open "${1:-$port}"; then return 0; fi
+        if ! kill -0 "${2:-$server_pid}" 2>/dev/null; then return 1; fi
         sleep 0.2
     done
     return 1
@@ -119,32 +132,48 @@ if [[ ! -x "$venv/bin/wstest" ]]; then
     [[ -x "$venv/bin/wstest" ]] || { echo "run.sh: installing autobahntestsuite failed" >&2; exit 2; }
 fi
 
-rm -rf "$work/reports"
-cat > "$work/spec.json" <<JSON
+rm -rf "$work"/reports*
+testee_pids=()
+for shard in "${!shards[@]}"; do
+    shard_port=$((port + shard))
+    cat > "$work/spec-$shard.json" <<JSON
 {
-  "url": "ws://127.0.0.1:$port",
-  "outdir": "$work/reports",
-  "cases": $cases,
+  "url": "ws://127.0.0.1:$shard_port",
+  "outdir": "$work/reports-$shard",
+  "cases": ${shards[$shard]},
   "exclude-cases": [],
   "exclude-agent-cases": {}
 }
 JSON
-
-echo "run.sh: starting wstest -m fuzzingserver on 127.0.0.1:$port"
-(cd "$work" && exec "$venv/bin/wstest" -m fuzzingserver -s "$work/spec.json") > "$work/wstest.log" 2>&1 &
-server_pid=$!
-wait_for_port || { tail -20 "$work/wstest.log"; echo "run.sh: fuzzingserver did not start" >&2; exit 2; }
+    echo "run.sh: shard $shard: wstest -m fuzzingserver on 127.0.0.1:$shard_port, cases ${shards[$shard]}"
+    # --webport 0: no embedded web server (it would take port 8080, once per shard).
+    (cd "$work" && exec "$venv/bin/wstest" -m fuzzingserver --webport 0 -s "$work/spec-$shard.json") > "$work/wstest-$shard.log" 2>&1 &
+    server_pids+=($!)
+    wait_for_port "$shard_port" "${server_pids[$shard]}" \
+        || { tail -20 "$work/wstest-$shard.log"; echo "run.sh: fuzzingserver $shard did not start" >&2; exit 2; }
+done
 
 cases_started=$(date +%s)
-"$testee" --port "$port" --agent Realtime ${AUTOBAHN_TESTEE_ARGS:-}
-echo "run.sh: testee finished in $(( $(date +%s) - cases_started )) s"
+for shard in "${!shards[@]}"; do
+    "$testee" --port $((port + shard)) --agent Realtime ${AUTOBAHN_TESTEE_ARGS:-} > "$work/testee-$shard.log" 2>&1 &
+    testee_pids+=($!)
+done
+for shard in "${!shards[@]}"; do
+    wait "${testee_pids[$shard]}" || echo "run.sh: testee $shard exited with $?"
+    echo "run.sh: shard $shard finished after $(( $(date +%s) - cases_started )) s"
+    tail -n 3 "$work/testee-$shard.log"
+done
 
 set +e
-"$python3_bin" - "$work/reports/index.json" <<'PY'
+"$python3_bin" - "$work"/reports-*/index.json <<'PY'
 import json, sys
 
-with open(sys.argv[1]) as f:
-    index = json.load(f)
+# One index per shard, each {agent: {case: result}}: merged.
+index = {}
+for path in sys.argv[1:]:
+    with open(path) as f:
+        for agent, results in json.load(f).items():
+            index.setdefault(agent, {}).update(results)
 
 def case_key(case_id):
     return [int(part) for part in case_id.split(".")]
