@@ -41,7 +41,7 @@ extension Array where Element == EngineIOPolling.Action {
     var closures: [TransportClosure] {
         events.compactMap { if case .closed(let closure) = $0 { closure } else { nil } }
     }
-    var probeSends: [TransportFrame] { flatMap { action -> [TransportFrame] in if case .probeSend(let frames) = action { frames } else { [] } } }
+    var probeSends: [TransportFrame] { flatMap { action -> [TransportFrame] in if case .probeSend(let frames, _) = action { frames } else { [] } } }
     var probeOpens: [ConnectionRequest] { compactMap { if case .openProbe(let request) = $0 { request } else { nil } } }
     var isOpened: Bool { events.contains { if case .opened = $0 { true } else { false } } }
 }
@@ -178,6 +178,35 @@ struct PollingTests {
         #expect(harness.polling.handle(.probe(.received([.text("6"), .text("2")]))).receivedFrames == [.text("6"), .text("2")])
         let closed = harness.polling.handle(.probe(.closed(TransportClosure(.closedByPeer(code: 1006, reason: "")))))
         #expect(closed.closures.first?.kind == .closedByPeer(code: 1006, reason: ""))
+    }
+
+    @Test("compress: false reaches the upgraded WebSocket, for frames queued during the upgrade too")
+    func uncompressedSendsSurviveTheUpgrade() throws {
+        var harness = PollingHarness(upgrade: true)
+        _ = harness.started()
+        _ = harness.polling.handle(.probe(.opened(TransportOpenInfo())))
+        _ = harness.polling.handle(.send([.text("40")]))  // a POST is in flight
+        _ = harness.polling.handle(.probe(.received([.text("3probe")])))
+        _ = harness.polling.handle(.send([.text("42[\"plain\"]")], compress: false))
+        _ = harness.polling.handle(.send([.text("42[\"a\"]"), .text("42[\"b\"]")]))
+        _ = harness.postOK()
+        let released = harness.get([.text("6")])
+        let sends = released.compactMap { action -> ProbeSend? in
+            if case .probeSend(let frames, let compress) = action { ProbeSend(frames: frames, compress: compress) } else { nil }
+        }
+        let expected = [ProbeSend(frames: [.text("5")], compress: true),
+                        ProbeSend(frames: [.text("42[\"plain\"]")], compress: false),
+                        ProbeSend(frames: [.text("42[\"a\"]"), .text("42[\"b\"]")], compress: true)]
+        #expect(sends == expected)
+        #expect(harness.polling.isUpgraded)
+        let after = harness.polling.handle(.send([.text("42[\"late\"]")], compress: false))
+        let late = after.compactMap { action -> Bool? in if case .probeSend(_, let compress) = action { compress } else { nil } }
+        #expect(late == [false])
+    }
+
+    private struct ProbeSend: Equatable {
+        var frames: [TransportFrame]
+        var compress: Bool
     }
 
     @Test func failedProbeKeepsPolling() throws {

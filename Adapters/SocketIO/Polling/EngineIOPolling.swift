@@ -12,7 +12,8 @@ package struct EngineIOPolling: Sendable {
         case start
         case getFinished(Result<HTTPResponse, RealtimeError>)
         case postFinished(Result<HTTPResponse, RealtimeError>)
-        case send([TransportFrame])
+        /// `compress: false` reaches the WebSocket once upgraded (long-polling never compresses).
+        case send([TransportFrame], compress: Bool = true)
         case close(code: Int, reason: String)
         case abort
         case setReadingPaused(Bool)
@@ -30,7 +31,8 @@ package struct EngineIOPolling: Sendable {
         case event(TransportEvent)
         /// Open the WebSocket probe.
         case openProbe(ConnectionRequest)
-        case probeSend([TransportFrame])
+        /// Frames for the upgraded WebSocket; `compress: false` asks it not to compress them.
+        case probeSend([TransportFrame], compress: Bool = true)
         case probeClose(code: Int, reason: String)
         case probeAbort
         case probeReadingPaused(Bool)
@@ -58,7 +60,13 @@ package struct EngineIOPolling: Sendable {
     private var getInFlight = false
     private var postInFlight = false
     private var readingPaused = false
-    private var outbox: [TransportFrame] = []
+    /// A frame waiting for a POST, or for the upgrade; `compress` matters only if it ends up on the WebSocket.
+    private struct QueuedFrame: Sendable {
+        var frame: TransportFrame
+        var compress: Bool
+    }
+
+    private var outbox: [QueuedFrame] = []
     private var requestSerial = 0
 
     /// - Parameters:
@@ -84,12 +92,12 @@ package struct EngineIOPolling: Sendable {
             getFinished(result, actions: &actions)
         case .postFinished(let result):
             postFinished(result, actions: &actions)
-        case .send(let frames):
+        case .send(let frames, let compress):
             guard phase != .closed else { break }
             if upgrade == .upgraded {
-                actions.append(.probeSend(frames))
+                actions.append(.probeSend(frames, compress: compress))
             } else {
-                outbox.append(contentsOf: frames)
+                outbox.append(contentsOf: frames.map { QueuedFrame(frame: $0, compress: compress) })
                 flush(actions: &actions)
             }
         case .close(let code, let reason):
@@ -144,7 +152,7 @@ package struct EngineIOPolling: Sendable {
         let limit = handshake?.maxPayload ?? 1_000_000
         var batch: [TransportFrame] = []
         var size = 0
-        while let frame = outbox.first {
+        while let frame = outbox.first?.frame {
             let added = PollingPayload.encodedSize(of: frame) + (batch.isEmpty ? 0 : 1)
             if !batch.isEmpty, size + added > limit { break }
             batch.append(frame)
@@ -300,7 +308,16 @@ package struct EngineIOPolling: Sendable {
     private mutating func completeUpgradeIfIdle(actions: inout [Action]) {
         guard upgrade == .pausing, !getInFlight, !postInFlight else { return }
         upgrade = .upgraded
-        actions.append(.probeSend([.text("5")] + outbox))
+        // The upgrade packet, then what waited, in order: one send per run of frames that compress alike.
+        var runs: [(frames: [TransportFrame], compress: Bool)] = [([.text("5")], true)]
+        for queued in outbox {
+            if runs[runs.count - 1].compress == queued.compress {
+                runs[runs.count - 1].frames.append(queued.frame)
+            } else {
+                runs.append(([queued.frame], queued.compress))
+            }
+        }
+        for run in runs { actions.append(.probeSend(run.frames, compress: run.compress)) }
         outbox = []
         if readingPaused { actions.append(.probeReadingPaused(true)) }
     }

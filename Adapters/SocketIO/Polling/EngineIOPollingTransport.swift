@@ -71,6 +71,7 @@ private final class PollingConnection: TransportConnection {
     }
 
     func send(_ frames: [TransportFrame]) { submit(.send(frames)) }
+    func send(_ frames: [TransportFrame], compress: Bool) { submit(.send(frames, compress: compress)) }
     func close(code: Int, reason: String) { submit(.close(code: code, reason: reason)) }
     func abort() { submit(.abort) }
     func setReadingPaused(_ paused: Bool) { submit(.setReadingPaused(paused)) }
@@ -124,8 +125,9 @@ private final class PollingConnection: TransportConnection {
                 self?.submit(.probe(event))
             }
             io.withLock { $0.probe = connection }
-        case .probeSend(let frames):
-            io.withLock { $0.probe }?.send(frames)
+        case .probeSend(let frames, let compress):
+            let probe = io.withLock { $0.probe }
+            if compress { probe?.send(frames) } else { probe?.send(frames, compress: false) }
         case .probeClose(let code, let reason):
             io.withLock { $0.probe }?.close(code: code, reason: reason)
         case .probeAbort:
