@@ -41,7 +41,11 @@ final class SessionEngine: Sendable {
         dialectName = dialect.name
         self.transport = dialect.transport(wrapping: transport)
         clock = options.clock
-        delivery = options.delivery ?? .queue(DispatchQueue(label: "realtime.delivery.\(dialect.name)"))
+        // A queue without a target lands on the overcommit pool, which starts a thread whenever all of
+        // its threads are busy: 10,000 sessions made hundreds of threads. The default pool is sized to
+        // the cores.
+        delivery = options.delivery ?? .queue(DispatchQueue(label: "realtime.delivery.\(dialect.name)",
+                                                            target: .global()))
         logHandler = options.logHandler
         logLevel = options.logLevel
         highWatermark = max(1, options.deliveryHighWatermark)
