@@ -196,7 +196,7 @@
             actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
             return
         }
-        let raw = RawMemberScanner.value(of: "message", in: text).map(String.init) ?? message.serialized()
+        let raw = RawMemberScanner.value(of: "message", in: text) ?? message.serialized()
         actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
                                               name: Self.eventName(of: message, keys: eventNameKeys),
                                               data: message, rawData: raw)))

@@ -11,13 +11,16 @@ struct RawMemberScannerTests {
               (#"{"identifier":"x","message":null}"#, "null"),
               (#"{"identifier":"x","message":[{"message":1}]}"#, #"[{"message":1}]"#),
               (#"{"nested":{"message":1},"message":-2.5e3}"#, "-2.5e3"),
+              (#"{"identifier":"é✓","message":{"text":"héllo ✓ \"🎉\""}}"#, #"{"text":"héllo ✓ \"🎉\""}"#),
+              (#"{"message":"","identifier":"x"}"#, #""""#),
           ])
     func finds(text: String, expected: String) {
-        #expect(RawMemberScanner.value(of: "message", in: text).map(String.init) == expected)
+        #expect(RawMemberScanner.value(of: "message", in: text) == expected)
     }
 
     @Test("answers nil when the member is absent or the text is not an object",
-          arguments: [#"{"identifier":"x"}"#, #"{"identifier":"x","mess\u0061ge":1}"#, #"[1,2]"#, #""message""#, #"{"nested":{"message":1}}"#, ""])
+          arguments: [#"{"identifier":"x"}"#, #"{"identifier":"x","mess\u0061ge":1}"#, #"[1,2]"#, #""message""#, #"{"nested":{"message":1}}"#, "",
+                     #"{"message":"unterminated \"#, #"{"message":{"open":[1,2}"#, #"{"message":"#, #"{"messag"#])
     func absent(text: String) {
         #expect(RawMemberScanner.value(of: "message", in: text) == nil)
     }

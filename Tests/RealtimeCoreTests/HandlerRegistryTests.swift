@@ -39,6 +39,45 @@ struct HandlerRegistryTests {
         #expect(calls.withLock { $0 } == ["self-removing", "stays", "stays"])
     }
 
+    @Test("remembered lookups follow every change to the handlers between dispatches")
+    func rememberedLookupsFollowChanges() {
+        let registry = HandlerRegistry()
+        let calls = Locked<[String]>([])
+        func record(_ label: String) -> HandlerRegistry.EventHandler {
+            { event in calls.withLock { $0.append("\(label):\(event.channel?.name ?? "-"):\(event.name)") } }
+        }
+        func take() -> [String] { calls.withLock { list in defer { list = [] }; return list } }
+        let first = registry.add(channel: "room", event: "tick", record("a"))
+        // More pairs than the registry remembers, twice over, so remembered routes are evicted and rebuilt.
+        for round in 0..<2 {
+            for index in 0..<(HandlerRegistry.routeCacheSize + 2) {
+                registry.dispatch(event("e\(index)", channel: ChannelID("c\(index)")))
+            }
+            registry.dispatch(event("tick"))
+            #expect(take() == ["a:room:tick"], "round \(round)")
+        }
+        registry.add(channel: nil, event: "tick", record("any-channel"))
+        registry.add(channel: "room", event: nil, record("any-event"))
+        registry.dispatch(event("tick"))
+        #expect(take() == ["a:room:tick", "any-channel:room:tick", "any-event:room:tick"])
+        registry.add(channel: "room", event: "tick", once: true, record("once"))
+        registry.dispatch(event("tick"))
+        registry.dispatch(event("tick"))
+        #expect(take() == ["a:room:tick", "any-channel:room:tick", "any-event:room:tick", "once:room:tick",
+                           "a:room:tick", "any-channel:room:tick", "any-event:room:tick"])
+        registry.remove(id: first)
+        registry.remove(event: "tick", channel: nil)
+        registry.dispatch(event("tick"))
+        #expect(take() == ["any-event:room:tick"])
+        // The same names on another channel, and the same channel with parameters, are other routes.
+        registry.dispatch(event("tick", channel: "hall"))
+        registry.dispatch(event("tick", channel: ChannelID("room", params: ["id": 1])))
+        #expect(take() == [])
+        registry.removeAll(channel: "room")
+        registry.dispatch(event("tick"))
+        #expect(take() == [])
+    }
+
     @Test("adding and removing 10,000 handlers leaves nothing behind")
     func massAddRemove() {
         let registry = HandlerRegistry()

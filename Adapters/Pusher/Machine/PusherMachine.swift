@@ -110,18 +110,26 @@ import Foundation
             return
         }
         let channel = envelope["channel"]?.stringValue
-        let (data, rawData) = Self.decodeData(envelope["data"])
 
         if event.hasPrefix(vendor.systemPrefix) {
+            let (data, rawData) = Self.decodeData(envelope["data"])
             system(String(event.dropFirst(vendor.systemPrefix.count)), channel: channel, data: data, raw: rawData,
                    envelope: envelope, actions: &actions)
         } else if event.hasPrefix(vendor.internalPrefix) {
+            let (data, rawData) = Self.decodeData(envelope["data"])
             internalEvent(String(event.dropFirst(vendor.internalPrefix.count)), channel: channel, data: data,
                           raw: rawData, actions: &actions)
         } else {
-            let userID = envelope["user_id"].flatMap(Self.idString)
-            let received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
-                                         rawData: rawData, userID: userID)
+            // An app's event: its `data` text is parsed only if a handler reads it (see `decodeData`).
+            var received: RealtimeEvent
+            if case .string(let text)? = envelope["data"] {
+                received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, json: text)
+            } else {
+                let (data, rawData) = Self.decodeData(envelope["data"])
+                received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
+                                         rawData: rawData)
+            }
+            if let userID = envelope["user_id"].flatMap(Self.idString) { received.userID = userID }
             if let channel, PusherEncryptedChannels.isEncrypted(channel), subscriptions[channel] != nil {
                 receivedEncrypted(received, channel: channel, actions: &actions)
             } else {

@@ -13,8 +13,25 @@ public struct RealtimeEvent: Sendable {
     /// The channel it arrived on; `nil` for connection-level events.
     public var channel: ChannelID?
     public var name: String
-    public var data: JSONValue
-    public var arguments: [JSONValue]
+    /// The event's value. When a dialect hands the payload over as JSON text (Pusher's and Bird's `data`),
+    /// the text is parsed the first time `data` or `arguments` is read, once however many handlers and
+    /// threads read it, and an event nobody reads is never parsed.
+    public var data: JSONValue {
+        get { lazyData?.value ?? storedData }
+        set {
+            storedArguments = arguments  // as they were: a stored `[data]` would not follow `data` either
+            storedData = newValue
+            lazyData = nil
+        }
+    }
+    public var arguments: [JSONValue] {
+        get { storedArguments ?? [data] }
+        set {
+            if let lazyData { storedData = lazyData.value }
+            lazyData = nil
+            storedArguments = newValue
+        }
+    }
     /// The text of the payload as it arrived, when the dialect had one.
     public var rawData: String?
     /// What a dialect knows about the event beyond the fields every dialect shares, by keys the dialect
@@ -25,23 +42,71 @@ public struct RealtimeEvent: Sendable {
     @_spi(DialectAuthoring) public var ackToken: AckToken?
     /// Answers the server's acknowledgement request; `nil` when none was asked for.
     public internal(set) var ack: AckResponder?
+    /// `data`, unless `lazyData` holds it.
+    private var storedData: JSONValue
+    /// `nil` means `[data]`: most events carry one value, and need no array until asked.
+    private var storedArguments: [JSONValue]?
+    /// The JSON text `data` is parsed from on first read.
+    private var lazyData: LazyJSON?
 
     /// An event as a dialect (or a test) builds it; `arguments` defaults to `[data]`.
     public init(channel: ChannelID?, name: String, data: JSONValue, arguments: [JSONValue]? = nil,
                 rawData: String? = nil, ackToken: AckToken? = nil) {
         self.channel = channel
         self.name = name
-        self.data = data
-        self.arguments = arguments ?? [data]
+        self.storedData = data
+        self.storedArguments = arguments
+        self.lazyData = nil
         self.rawData = rawData
         self.dialectMetadata = [:]
         self.ackToken = ackToken
         self.ack = nil
     }
 
+    /// An event whose `data` is the JSON `text` (a `.string` of it when it is not JSON), parsed only when
+    /// first read; `rawData` is `text` and `arguments` is `[data]`.
+    @_spi(DialectAuthoring) public init(channel: ChannelID?, name: String, json text: String,
+                                        ackToken: AckToken? = nil) {
+        self.channel = channel
+        self.name = name
+        self.storedData = .null
+        self.storedArguments = nil
+        self.lazyData = LazyJSON(text)
+        self.rawData = text
+        self.dialectMetadata = [:]
+        self.ackToken = ackToken
+        self.ack = nil
+    }
+
+    /// Whether `data` is at hand without a parse: false only for JSON text no one has read yet.
+    package var isPayloadParsed: Bool {
+        lazyData?.isParsed ?? true
+    }
+
     /// Decodes `data` into `T` with `JSONDecoder`.
     public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
         try data.decode(type, decoder: decoder)
+    }
+}
+
+/// JSON text parsed on first read and kept, shared by the copies of an event.
+final class LazyJSON: Sendable {
+    let text: String
+    /// The parse happens under the lock so that concurrent first readers parse once.
+    private let parsed = Locked<JSONValue?>(nil)
+
+    init(_ text: String) { self.text = text }
+
+    var isParsed: Bool { parsed.withLock { $0 != nil } }
+
+    /// The parsed text, or a `.string` of it when it is not JSON.
+    var value: JSONValue {
+        parsed.withLock { parsed in
+            if let parsed { return parsed }
+            let value = (try? JSONValue.parse(text)) ?? .string(text)
+            parsed = value
+            return value
+        }
     }
 }
 

@@ -5,6 +5,10 @@
 /// handler runs at most once even when two events race), then calls them outside the lock in
 /// registration order. Removing a handler while an event is being dispatched takes effect for the next
 /// event.
+///
+/// Events mostly repeat a few (channel, name) pairs, so dispatch remembers the sorted matches of the last
+/// few pairs it looked up and finds them by comparing names, which is cheaper than hashing them into the
+/// index four times per event; any change to the handlers forgets them.
 package final class HandlerRegistry: Sendable {
     /// A handler for received events.
     package typealias EventHandler = @Sendable (RealtimeEvent) -> Void
@@ -30,9 +34,23 @@ package final class HandlerRegistry: Sendable {
         let handler: EventHandler
     }
 
+    /// The matches of one (channel, event name) pair, in registration order, none of them `once`.
+    private struct Route {
+        var channel: ChannelID?
+        var event: String
+        var entries: [Entry]
+    }
+
+    /// How many (channel, event name) pairs dispatch remembers: a linear scan of this many beats a hash.
+    package static let routeCacheSize = 4
+
     private struct Storage {
         var keys: [HandlerID: Key] = [:]
-        var index: [Key: [Entry]] = [:]
+        var index: [Key: [Entry]] = [:] {
+            didSet { routes.removeAll(keepingCapacity: true) }
+        }
+        /// Remembered lookups, most recently added last; emptied whenever `index` changes.
+        var routes: [Route] = []
         var stateObservers: [(id: HandlerID, persistent: Bool, handler: StateHandler)] = []
         var errorObservers: [(id: HandlerID, handler: ErrorHandler)] = []
         var lifecycleObservers: [(id: HandlerID, channel: ChannelID?, handler: LifecycleHandler)] = []
@@ -169,16 +187,25 @@ package final class HandlerRegistry: Sendable {
 
     /// Calls every handler matching `event`, in registration order, outside the lock.
     package func dispatch(_ event: RealtimeEvent) {
-        var matches: [Entry] = []
-        storage.withLock { storage in
+        let matches = storage.withLock { storage -> [Entry] in
+            for route in storage.routes where route.event == event.name && route.channel == event.channel {
+                return route.entries
+            }
+            var matches: [Entry] = []
             if let channel = event.channel {
                 storage.take(Key(channel: channel, event: event.name), into: &matches)
                 storage.take(Key(channel: channel, event: nil), into: &matches)
             }
             storage.take(Key(channel: nil, event: event.name), into: &matches)
             storage.take(Key(channel: nil, event: nil), into: &matches)
+            if matches.count > 1 { matches.sort { $0.sequence < $1.sequence } }
+            // A `once` match changed the index (which emptied the cache); the next lookup differs.
+            if !matches.contains(where: \.once) {
+                if storage.routes.count == Self.routeCacheSize { storage.routes.removeFirst() }
+                storage.routes.append(Route(channel: event.channel, event: event.name, entries: matches))
+            }
+            return matches
         }
-        if matches.count > 1 { matches.sort { $0.sequence < $1.sequence } }
         for entry in matches { entry.handler(event) }
     }
 

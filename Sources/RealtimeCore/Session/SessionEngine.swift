@@ -41,7 +41,11 @@ final class SessionEngine: Sendable {
         dialectName = dialect.name
         self.transport = dialect.transport(wrapping: transport)
         clock = options.clock
-        delivery = options.delivery ?? .queue(DispatchQueue(label: "realtime.delivery.\(dialect.name)"))
+        // A queue without a target lands on the overcommit pool, which starts a thread whenever all of
+        // its threads are busy: 10,000 sessions made hundreds of threads. The default pool is sized to
+        // the cores.
+        delivery = options.delivery ?? .queue(DispatchQueue(label: "realtime.delivery.\(dialect.name)",
+                                                            target: .global()))
         logHandler = options.logHandler
         logLevel = options.logLevel
         highWatermark = max(1, options.deliveryHighWatermark)
@@ -220,28 +224,19 @@ final class SessionEngine: Sendable {
     private func deliver(_ items: [Delivery]) {
         let registry = self.registry
         var queued = DeliveryBacklog()
-        let batch = items.map { item -> Delivery in
-            guard case .event(var event, let connection, let bytes) = item else { return item }
+        // Changed in place, and only where an acknowledgement is asked for: most batches are handed on as
+        // they came, without copying an event.
+        var changed = items
+        for index in changed.indices {
+            guard case .event(let event, let connection, let bytes) = changed[index] else { continue }
             queued.events += 1
             queued.bytes += bytes
-            guard let token = event.ackToken else { return item }
-            let answered = Locked(false)
-            event.ack = AckResponder(token: token) { [weak self] token, arguments in
-                let first = answered.withLock { flag -> Bool in
-                    defer { flag = true }
-                    return !flag
-                }
-                guard first else { return }
-                if let error = Self.unsendable(arguments) {
-                    var error = error
-                    error.message = "acknowledgement not sent: " + error.message
-                    self?.deliver([.error(error)])
-                    return
-                }
-                self?.submit(.acknowledge(connection: connection, token, arguments))
-            }
-            return .event(event, connection: connection, bytes: bytes)
+            guard let token = event.ackToken else { continue }
+            var answerable = event
+            answerable.ack = responder(for: token, on: connection)
+            changed[index] = .event(answerable, connection: connection, bytes: bytes)
         }
+        let batch = changed
         let counted = !delivery.isInline && queued.events > 0
         let backlog = queued
         if counted { noteQueued(backlog) }
@@ -255,6 +250,25 @@ final class SessionEngine: Sendable {
                 }
             }
             if counted { self?.noteDelivered(backlog) }
+        }
+    }
+
+    /// Answers the server's acknowledgement request `token` once, however often the app calls it.
+    private func responder(for token: AckToken, on connection: UInt64) -> AckResponder {
+        let answered = Locked(false)
+        return AckResponder(token: token) { [weak self] token, arguments in
+            let first = answered.withLock { flag -> Bool in
+                defer { flag = true }
+                return !flag
+            }
+            guard first else { return }
+            if let error = Self.unsendable(arguments) {
+                var error = error
+                error.message = "acknowledgement not sent: " + error.message
+                self?.deliver([.error(error)])
+                return
+            }
+            self?.submit(.acknowledge(connection: connection, token, arguments))
         }
     }
 

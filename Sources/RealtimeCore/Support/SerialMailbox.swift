@@ -27,13 +27,14 @@ package final class SerialMailbox<Input: Sendable>: Sendable {
             return true
         }
         guard drains else { return }
+        // Take the whole queue at once: one lock round per batch, not per input. The two arrays trade
+        // places, so each keeps its capacity and a steady stream of inputs allocates nothing here.
+        var batch: [Input] = []
         while true {
-            // Take the whole queue at once: one lock round per batch, not per input.
-            let batch = state.withLock { state -> [Input] in
-                let batch = state.inputs
-                state.inputs = []
+            batch.removeAll(keepingCapacity: true)
+            state.withLock { state in
+                swap(&state.inputs, &batch)
                 if batch.isEmpty { state.draining = false }
-                return batch
             }
             if batch.isEmpty { return }
             drain(batch)
