@@ -125,13 +125,8 @@ final class ZlibStream: Sendable {
             let stream = storage.stream
             var produced = 0
             var offset = 0
-            // avail_in is 32 bits wide: feed huge inputs in slices.
             repeat {
-                let slice = min(input.count - offset, 1 << 30)
-                stream.pointee.next_in = slice == 0 ? nil
-                    : UnsafeMutablePointer(mutating: input.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self))
-                stream.pointee.avail_in = UInt32(slice)
-                offset += slice
+                offset = Self.feed(stream, input, from: offset)
                 output: while true {
                     let left = limit - produced
                     let room = left < storage.chunk.count ? left + 1 : storage.chunk.count
@@ -173,6 +168,17 @@ final class ZlibStream: Sendable {
         }
     }
 
+    /// Points `stream` at the next slice of `input` from `offset` and returns where the slice ends:
+    /// avail_in is 32 bits wide, so huge inputs go in slices.
+    private static func feed(_ stream: UnsafeMutablePointer<z_stream>, _ input: UnsafeRawBufferPointer,
+                             from offset: Int) -> Int {
+        let slice = min(input.count - offset, 1 << 30)
+        stream.pointee.next_in = slice == 0 ? nil
+            : UnsafeMutablePointer(mutating: input.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self))
+        stream.pointee.avail_in = UInt32(slice)
+        return offset + slice
+    }
+
     // MARK: Deflating
 
     /// Compresses `input` as one message and appends it to `output` without the 00 00 ff ff the sync
@@ -183,11 +189,7 @@ final class ZlibStream: Sendable {
             let stream = storage.stream
             var offset = 0
             repeat {
-                let slice = min(input.count - offset, 1 << 30)
-                stream.pointee.next_in = slice == 0 ? nil
-                    : UnsafeMutablePointer(mutating: input.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self))
-                stream.pointee.avail_in = UInt32(slice)
-                offset += slice
+                offset = Self.feed(stream, input, from: offset)
                 let flush = offset == input.count ? Z_SYNC_FLUSH : Z_NO_FLUSH
                 repeat {
                     stream.pointee.next_out = storage.chunk.baseAddress!.assumingMemoryBound(to: UInt8.self)
