@@ -554,15 +554,13 @@ public struct WebSocketCodec: Sendable {
         deflateScratch = []
     }
 
-    /// A validated `String` made straight from `bytes`, or `nil` when they are not UTF-8.
+    /// A validated `String` made straight from `bytes`, or `nil` when they are not UTF-8. Our validator and
+    /// then `String(decoding:)`, not `String(validating:as:)`: that one is generic over the encoding and looks
+    /// its metadata up on every call, which cost more than validating twice (2–4 % of a dialect's event).
     @inline(__always)
     static func makeString(_ bytes: UnsafeRawBufferPointer) -> String? {
-        let units = bytes.assumingMemoryBound(to: UInt8.self)
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-            return String(validating: units, as: UTF8.self)
-        }
         guard UTF8StreamValidator.isValid(bytes) else { return nil }
-        return String(decoding: units, as: UTF8.self)
+        return String(decoding: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
     }
 
     // MARK: - Sending
