@@ -96,39 +96,38 @@
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
-        let json: JSONValue
-        let text: String
+        let envelope: JSONEnvelope
         do {
-            (json, text) = try frame.jsonDocument(from: "Action Cable")
+            envelope = try frame.jsonEnvelope(from: "Action Cable")
         } catch {
             actions.append(.reportError(error))
             return
         }
-        guard case .object(let members) = json else {
+        guard envelope.isObject else {
             actions.append(.reportError(RealtimeError(.protocolViolation, "Action Cable sent a frame that is not an object",
-                                                      context: .init(serverPayload: json))))
+                                                      context: .init(serverPayload: envelope.document))))
             return
         }
         // Frames are told apart by `type` alone: a broadcast's `message` may be a bare number, like a ping's.
-        switch members["type"] {
+        switch envelope["type"] {
         case .string("ping"):
             return
         case .string("welcome"):
-            welcome(members, actions: &actions)
+            welcome(envelope, actions: &actions)
         case .string("confirm_subscription"):
-            confirm(members["identifier"]?.stringValue, actions: &actions)
+            confirm(envelope["identifier"]?.stringValue, actions: &actions)
         case .string("reject_subscription"):
-            reject(members["identifier"]?.stringValue, frame: json, actions: &actions)
+            reject(envelope["identifier"]?.stringValue, frame: envelope.document, actions: &actions)
         case .string("disconnect"):
-            disconnect(members, frame: json, actions: &actions)
+            disconnect(envelope, actions: &actions)
         case nil, .null?:
-            broadcast(members, text: text, actions: &actions)
+            broadcast(envelope, actions: &actions)
         case let other?:
             actions.append(.log(.debug, "ignored an Action Cable frame of type \(other.serialized())"))
         }
     }
 
-    private mutating func welcome(_ members: [String: JSONValue], actions: inout [DialectAction]) {
+    private mutating func welcome(_ members: JSONEnvelope, actions: inout [DialectAction]) {
         guard !welcomed else { return }
         welcomed = true
         actions.append(.liveness(liveness))
@@ -160,8 +159,8 @@
             context: .init(serverPayload: frame, channel: subscription.channel))))
     }
 
-    private mutating func disconnect(_ members: [String: JSONValue], frame: JSONValue,
-                                     actions: inout [DialectAction]) {
+    private mutating func disconnect(_ members: JSONEnvelope, actions: inout [DialectAction]) {
+        let frame = members.document
         let reason = members["reason"]?.stringValue
         let reconnect = members["reconnect"]?.boolValue
         let end: ConnectionEnd
@@ -185,18 +184,18 @@
                                                 ? .serverRestart : .serverRequest(reason: reason ?? "disconnect")))
     }
 
-    private func broadcast(_ members: [String: JSONValue], text: String, actions: inout [DialectAction]) {
+    private func broadcast(_ members: JSONEnvelope, actions: inout [DialectAction]) {
         guard let identifier = members["identifier"]?.stringValue, let message = members["message"] else {
             actions.append(.reportError(RealtimeError(
                 .protocolViolation, "Action Cable sent a frame with neither a type nor an identifier and message",
-                context: .init(serverPayload: .object(members)))))
+                context: .init(serverPayload: members.document))))
             return
         }
         guard let subscription = subscriptions[identifier] else {
             actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
             return
         }
-        let raw = RawMemberScanner.value(of: "message", in: text) ?? message.serialized()
+        let raw = members.rawText(of: "message") ?? message.serialized()
         actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
                                               name: Self.eventName(of: message, keys: eventNameKeys),
                                               data: message, rawData: raw)))

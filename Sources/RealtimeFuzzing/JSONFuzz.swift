@@ -3,9 +3,11 @@ import RealtimeCore
 
 /// The JSON parser on arbitrary bytes: it parses or throws `.invalidJSON` with an offset inside the
 /// input; what parses serializes and parses back to the same value, is accepted by Foundation too (ours
-/// is the stricter parser), and obeys a tighter depth limit exactly as documented.
+/// is the stricter parser), and obeys a tighter depth limit exactly as documented. The envelope parse the
+/// dialects use agrees with it on every input: the same value or the same error.
 enum JSONFuzz {
     static func check(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
+        try checkEnvelope(bytes)
         let parsed: JSONValue
         do {
             parsed = try JSONValue.parse(bytes)
@@ -43,6 +45,35 @@ enum JSONFuzz {
             try require(error.code == .invalidJSON, "the limited parse threw \(error.code)")
             if unlimited != nil {
                 try require(nesting(of: bytes) > limit, "a document \(nesting(of: bytes)) deep failed the limit of \(limit)")
+            }
+        }
+    }
+
+    /// `JSONEnvelope` accepts what `JSONValue.parse` accepts with the same value, and throws the same
+    /// error otherwise, at the default depth limit and at a limit of 1 (only the top level).
+    private static func checkEnvelope(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        for limits in [JSONLimits.default, JSONLimits(maximumDepth: 1)] {
+            let full = Result(catching: { () throws(RealtimeError) in try JSONValue.parse(text, limits: limits) })
+            let envelope = Result(catching: { () throws(RealtimeError) in try JSONEnvelope(parsing: text, limits: limits) })
+            switch (full, envelope) {
+            case (.success(let value), .success(let envelope)):
+                try require(envelope.document == value, "the envelope reads another value than the parser")
+                try require(envelope.isObject == (value.objectValue != nil), "the envelope disagrees on being an object")
+                if case .object(let object) = value {
+                    for (name, member) in object {
+                        try require(envelope[name] == member, "the envelope's member \(name) differs")
+                        let raw = envelope.rawText(of: name).flatMap { try? JSONValue.parse($0, limits: .default) }
+                        try require(raw == member, "the raw text of member \(name) is not its value")
+                    }
+                }
+            case (.failure(let expected), .failure(let error)):
+                try require(error.message == expected.message && error.context.offset == expected.context.offset,
+                            "the envelope threw '\(error.message)', the parser '\(expected.message)'")
+            case (.success, .failure(let error)):
+                throw FuzzFailure("the envelope refused what the parser accepted: \(error.message)")
+            case (.failure(let error), .success):
+                throw FuzzFailure("the envelope accepted what the parser refused: \(error.message)")
             }
         }
     }

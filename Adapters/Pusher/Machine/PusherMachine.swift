@@ -97,35 +97,36 @@ import Foundation
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
-        let envelope: JSONValue
+        let envelope: JSONEnvelope
         do {
-            envelope = try frame.jsonDocument(from: vendor.name).document
+            envelope = try frame.jsonEnvelope(from: vendor.name)
         } catch {
             actions.append(.reportError(error))
             return
         }
         guard let event = envelope["event"]?.stringValue else {
             actions.append(.reportError(RealtimeError(.protocolViolation, "\(vendor.name) sent a frame without an event name",
-                                                      context: .init(serverPayload: envelope))))
+                                                      context: .init(serverPayload: envelope.document))))
             return
         }
         let channel = envelope["channel"]?.stringValue
+        let dataField = envelope["data"]
 
         if event.hasPrefix(vendor.systemPrefix) {
-            let (data, rawData) = Self.decodeData(envelope["data"])
+            let (data, rawData) = Self.decodeData(dataField)
             system(String(event.dropFirst(vendor.systemPrefix.count)), channel: channel, data: data, raw: rawData,
-                   envelope: envelope, actions: &actions)
+                   actions: &actions)
         } else if event.hasPrefix(vendor.internalPrefix) {
-            let (data, rawData) = Self.decodeData(envelope["data"])
+            let (data, rawData) = Self.decodeData(dataField)
             internalEvent(String(event.dropFirst(vendor.internalPrefix.count)), channel: channel, data: data,
                           raw: rawData, actions: &actions)
         } else {
             // An app's event: its `data` text is parsed only if a handler reads it (see `decodeData`).
             var received: RealtimeEvent
-            if case .string(let text)? = envelope["data"] {
+            if case .string(let text)? = dataField {
                 received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, json: text)
             } else {
-                let (data, rawData) = Self.decodeData(envelope["data"])
+                let (data, rawData) = Self.decodeData(dataField)
                 received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
                                          rawData: rawData)
             }
@@ -161,7 +162,7 @@ import Foundation
         }
     }
 
-    private mutating func system(_ name: String, channel: String?, data: JSONValue, raw: String?, envelope: JSONValue,
+    private mutating func system(_ name: String, channel: String?, data: JSONValue, raw: String?,
                                  actions: inout [DialectAction]) {
         switch name {
         case "connection_established":

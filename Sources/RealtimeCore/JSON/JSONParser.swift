@@ -75,7 +75,7 @@ extension JSONValue {
 /// frames. Strings are built once each, straight from the input when they hold no escapes.
 struct JSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
-    private let maximumDepth: Int
+    private var maximumDepth: Int
     private var index = 0
 
     /// One open array or object. Objects fill their dictionary in place; arrays keep their elements
@@ -108,6 +108,51 @@ struct JSONParser {
     /// embedded in other text (log lines).
     mutating func parseLeadingValue() throws(RealtimeError) -> JSONValue {
         try parseValueTree()
+    }
+
+    /// The members of a top-level object in document order, each with the byte range of its value's text;
+    /// `nil` when the document is not an object. Values, limits and the end of input are checked as
+    /// `parseDocument` checks them, but no dictionary is built for the top level.
+    mutating func parseTopLevelMembers() throws(RealtimeError) -> [JSONEnvelope.Member]? {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+        guard maximumDepth > 0 else { throw depthError() }
+        index += 1
+        var members: [JSONEnvelope.Member] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+        } else {
+            members.reserveCapacity(4)
+            maximumDepth -= 1  // the top-level object is one level of nesting
+            defer { maximumDepth += 1 }
+            var name = try parseMemberName(after: "'{'")
+            while true {
+                skipWhitespace()
+                let start = index
+                let value = try parseValueTree()
+                members.append(JSONEnvelope.Member(name: name, value: value, range: start..<index))
+                skipWhitespace()
+                guard index < bytes.count else {
+                    throw error("unexpected end of input, expected ',' or '}' after object member")
+                }
+                let byte = bytes[index]
+                index += 1
+                if byte == UInt8(ascii: ",") {
+                    name = try parseMemberName(after: "','")
+                    continue
+                }
+                guard byte == UInt8(ascii: "}") else {
+                    throw error("expected ',' or '}' after object member, found \(describe(byte))", at: index - 1)
+                }
+                break
+            }
+        }
+        skipWhitespace()
+        if index < bytes.count {
+            throw error("expected end of input after the top-level value, found \(describe(bytes[index]))")
+        }
+        return members
     }
 
     /// The byte offset the parser has reached.
