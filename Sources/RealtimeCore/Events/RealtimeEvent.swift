@@ -11,76 +11,110 @@ import Foundation
 /// - Action Cable: `name` is `"message"` (or the dialect's synthetic names), `data` the `message` value.
 public struct RealtimeEvent: Sendable {
     /// The channel it arrived on; `nil` for connection-level events.
-    public var channel: ChannelID?
-    public var name: String
+    public var channel: ChannelID? {
+        get { box.fields.channel }
+        set { update { $0.channel = newValue } }
+    }
+    public var name: String {
+        get { box.fields.name }
+        set { update { $0.name = newValue } }
+    }
     /// The event's value. When a dialect hands the payload over as JSON text (Pusher's and Bird's `data`),
     /// the text is parsed the first time `data` or `arguments` is read, once however many handlers and
     /// threads read it, and an event nobody reads is never parsed.
     public var data: JSONValue {
-        get { lazyData?.value ?? storedData }
+        get { box.fields.lazyData?.value ?? box.fields.storedData }
         set {
-            storedArguments = arguments  // as they were: a stored `[data]` would not follow `data` either
-            storedData = newValue
-            lazyData = nil
+            let arguments = self.arguments  // as they were: a stored `[data]` would not follow `data` either
+            update {
+                $0.storedArguments = arguments
+                $0.storedData = newValue
+                $0.lazyData = nil
+            }
         }
     }
     public var arguments: [JSONValue] {
-        get { storedArguments ?? [data] }
+        get { box.fields.storedArguments ?? [data] }
         set {
-            if let lazyData { storedData = lazyData.value }
-            lazyData = nil
-            storedArguments = newValue
+            update {
+                if let lazyData = $0.lazyData { $0.storedData = lazyData.value }
+                $0.lazyData = nil
+                $0.storedArguments = newValue
+            }
         }
     }
     /// The text of the payload as it arrived, when the dialect had one.
-    public var rawData: String?
+    public var rawData: String? {
+        get { box.fields.rawData }
+        set { update { $0.rawData = newValue } }
+    }
     /// What a dialect knows about the event beyond the fields every dialect shares, by keys the dialect
     /// chooses. Core never reads it; the dialect's module exposes each entry as a typed property (Pusher's
     /// `userID`), so no dialect's vocabulary lives here.
-    @_spi(DialectAuthoring) public var dialectMetadata: [String: String]
+    @_spi(DialectAuthoring) public var dialectMetadata: [String: String] {
+        get { box.fields.dialectMetadata }
+        set { update { $0.dialectMetadata = newValue } }
+    }
     /// Set by the dialect when the server expects an acknowledgement.
-    @_spi(DialectAuthoring) public var ackToken: AckToken?
+    @_spi(DialectAuthoring) public var ackToken: AckToken? {
+        get { box.fields.ackToken }
+        set { update { $0.ackToken = newValue } }
+    }
     /// Answers the server's acknowledgement request; `nil` when none was asked for.
-    public internal(set) var ack: AckResponder?
-    /// `data`, unless `lazyData` holds it.
-    private var storedData: JSONValue
-    /// `nil` means `[data]`: most events carry one value, and need no array until asked.
-    private var storedArguments: [JSONValue]?
-    /// The JSON text `data` is parsed from on first read.
-    private var lazyData: LazyJSON?
+    public internal(set) var ack: AckResponder? {
+        get { box.fields.ack }
+        set { update { $0.ack = newValue } }
+    }
+
+    /// Every field behind one immutable reference: an event is copied at each hop from the dialect to the
+    /// handlers (action, effect, delivery batch), and a copy is then one retain, not one per field. A change
+    /// makes a new box, which only acks and a few dialect fields do.
+    private var box: Box
+
+    private struct Fields: Sendable {
+        var channel: ChannelID?
+        var name: String
+        /// `data`, unless `lazyData` holds it.
+        var storedData: JSONValue
+        /// `nil` means `[data]`: most events carry one value, and need no array until asked.
+        var storedArguments: [JSONValue]?
+        var rawData: String?
+        var dialectMetadata: [String: String] = [:]
+        var ackToken: AckToken?
+        var ack: AckResponder?
+        /// The JSON text `data` is parsed from on first read.
+        var lazyData: LazyJSON?
+    }
+
+    private final class Box: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private mutating func update(_ change: (inout Fields) -> Void) {
+        var fields = box.fields
+        change(&fields)
+        box = Box(fields)
+    }
 
     /// An event as a dialect (or a test) builds it; `arguments` defaults to `[data]`.
     public init(channel: ChannelID?, name: String, data: JSONValue, arguments: [JSONValue]? = nil,
                 rawData: String? = nil, ackToken: AckToken? = nil) {
-        self.channel = channel
-        self.name = name
-        self.storedData = data
-        self.storedArguments = arguments
-        self.lazyData = nil
-        self.rawData = rawData
-        self.dialectMetadata = [:]
-        self.ackToken = ackToken
-        self.ack = nil
+        box = Box(Fields(channel: channel, name: name, storedData: data, storedArguments: arguments, rawData: rawData,
+                         ackToken: ackToken))
     }
 
     /// An event whose `data` is the JSON `text` (a `.string` of it when it is not JSON), parsed only when
     /// first read; `rawData` is `text` and `arguments` is `[data]`.
     @_spi(DialectAuthoring) public init(channel: ChannelID?, name: String, json text: String,
                                         ackToken: AckToken? = nil) {
-        self.channel = channel
-        self.name = name
-        self.storedData = .null
-        self.storedArguments = nil
-        self.lazyData = LazyJSON(text)
-        self.rawData = text
-        self.dialectMetadata = [:]
-        self.ackToken = ackToken
-        self.ack = nil
+        box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawData: text,
+                         ackToken: ackToken, lazyData: LazyJSON(text)))
     }
 
     /// Whether `data` is at hand without a parse: false only for JSON text no one has read yet.
     package var isPayloadParsed: Bool {
-        lazyData?.isParsed ?? true
+        box.fields.lazyData?.isParsed ?? true
     }
 
     /// Decodes `data` into `T` with `JSONDecoder`.
