@@ -7,7 +7,8 @@ import Realtime
 /// delivery target: p50 / p99 / p99.9 / max of that delay over every event of the run, and the client's CPU
 /// per event (getrusage of this process over the run, idle wake-ups included, divided by the events).
 /// Beside each, in the same run at the same rate, the transport alone (a `WebSocketTransport` reading the
-/// stamp in its receive callback). Nothing is pinned: the client's threads go where the scheduler puts
+/// stamp in its receive callback) and the machine's floor (`KernelFloor`: a bare `epoll_wait` + `recv`
+/// loop, alone and handing each read to a second thread). Nothing is pinned: the client's threads go where the scheduler puts
 /// them, as an app's would.
 ///
 /// Delivery targets: `default` (the session's private serial queue), `inline` (the event loop's thread),
@@ -70,11 +71,19 @@ enum LatencyBenchmark {
                 + "row / events; nothing pinned")
         for rate in rates {
             let events = max(1, Int(rate * seconds))
+            let floor = try KernelFloor.run(rate: rate, seconds: seconds, events: events, handoff: false)
+            let handoff = try KernelFloor.run(rate: rate, seconds: seconds, events: events, handoff: true)
             let transport = try transportRun(rate: rate, seconds: seconds, events: events)
             out.say(String(format: "  %.0f events/s (%d events per row)", rate, events))
+            out.say("    floor: bare loop     " + floor.summary)
+            out.say("    floor + handoff      " + handoff.summary)
             out.say("    transport alone      " + transport.summary)
             for metric in metrics {
-                out.figure("latency", "transport@\(Int(rate))", metric, transport.figure(metric))
+                out.figure("latency", "floor@\(Int(rate))", metric, floor.figure(metric))
+                out.figure("latency", "floor-handoff@\(Int(rate))", metric, handoff.figure(metric),
+                           baseline: "floor", baselineValue: floor.figure(metric))
+                out.figure("latency", "transport@\(Int(rate))", metric, transport.figure(metric),
+                           baseline: "floor", baselineValue: floor.figure(metric))
             }
             for dialect in options.dialects {
                 for target in targets {

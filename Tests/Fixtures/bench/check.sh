@@ -39,7 +39,9 @@ for rate in [1000, 10000]:
     cases = [f"transport@{rate}"] + [f"{d}/{t}@{rate}" for d in dialects for t in ["default", "inline", "main"]]
     for case in cases:
         for metric in ["p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_event"]:
-            expected[("latency", case, metric, "transport" if "/" in case else None)] = True
+            expected[("latency", case, metric, "transport" if "/" in case else "floor")] = True
+            expected[("latency", f"floor@{rate}", metric, None)] = True
+            expected[("latency", f"floor-handoff@{rate}", metric, "floor")] = True
 for metric in ["rss_bytes_per_connection", "heap_bytes_per_connection", "threads"]:
     expected[("scale", "transport", metric, None)] = True
 for dialect in dialects:
