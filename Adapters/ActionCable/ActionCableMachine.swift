@@ -31,6 +31,8 @@
 
     /// Subscriptions of the current connection, by identifier.
     private var subscriptions: [String: Subscription] = [:]
+    /// The JSON parser's stacks, kept from frame to frame.
+    private var scratch = JSONParseScratch()
     /// Identifiers built so far; they never change for a channel.
     private var identifiers: [ChannelID: String] = [:]
     /// Identifiers unsubscribed on this connection less than one guarantor interval ago.
@@ -98,7 +100,7 @@
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
         let envelope: JSONEnvelope
         do {
-            envelope = try frame.jsonEnvelope(from: "Action Cable")
+            envelope = try frame.jsonEnvelope(from: "Action Cable", scratch: &scratch)
         } catch {
             actions.append(.reportError(error))
             return

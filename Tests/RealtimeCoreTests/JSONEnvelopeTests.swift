@@ -68,3 +68,38 @@ struct JSONEnvelopeTests {
         #expect(throws: RealtimeError.self) { try JSONEnvelope(parsing: #"{"a":{"b":[]}}"#, limits: two) }
     }
 }
+
+@Suite("JSON parse scratch")
+struct JSONParseScratchTests {
+    /// Valid, invalid, deep and wide documents in turn: a failed parse must not leave elements behind.
+    static let documents = [
+        #"["event",{"a":1,"b":[1,2,3]}]"#, #"[1,[2,[3,[4]]]"#, #"{"x":[true,false,null]}"#, #"[1,2,"#,
+        "[" + (0..<300).map(String.init).joined(separator: ",") + "]", #"["a",{"k":[1,{"z":"\u00e9"}]}]"#,
+        String(repeating: "[", count: 40) + String(repeating: "]", count: 40), #"{"a":"#, "[]", "{}", #""s""#,
+    ]
+
+    @Test("parsing document after document with one scratch gives what fresh parses give")
+    func reuse() throws {
+        var scratch = JSONParseScratch()
+        for _ in 0..<3 {
+            for text in Self.documents {
+                let fresh = Result(catching: { () throws(RealtimeError) in try JSONValue.parse(text) })
+                let reused = Result(catching: { () throws(RealtimeError) in
+                    try JSONValue.parse(text[...].utf8, scratch: &scratch)
+                })
+                let envelope = Result(catching: { () throws(RealtimeError) in
+                    try JSONEnvelope(parsing: text, scratch: &scratch).document
+                })
+                switch (fresh, reused, envelope) {
+                case (.success(let a), .success(let b), .success(let c)):
+                    #expect(a == b && a == c, "\(text)")
+                case (.failure(let a), .failure(let b), .failure(let c)):
+                    #expect(a.message == b.message && a.message == c.message, "\(text)")
+                    #expect(a.context.offset == b.context.offset && a.context.offset == c.context.offset, "\(text)")
+                default:
+                    Issue.record("the parses disagree on \(text)")
+                }
+            }
+        }
+    }
+}

@@ -11,8 +11,8 @@ struct EngineIOPacketTests {
             ("3probe", .pong, "probe"), ("4hello", .message, "hello"), ("5", .upgrade, ""), ("6", .noop, ""),
         ]
         for (wire, type, payload) in expected {
-            #expect(try EngineIOPacket(frame: .text(wire)) == .text(type, payload))
-            #expect(EngineIOPacket.text(type, payload).frame == .text(wire))
+            #expect(try EngineIOPacket(frame: .text(wire)) == .text(type, Substring(payload)))
+            #expect(EngineIOPacket.text(type, Substring(payload)).frame == .text(wire))
         }
     }
 

@@ -42,6 +42,8 @@ import Foundation
     private var connectionID: String?
     /// Subscriptions of the current connection, by channel name.
     private var subscriptions: [String: Subscription] = [:]
+    /// The JSON parser's stacks, kept from frame to frame.
+    private var scratch = JSONParseScratch()
     /// Channels whose `subscribe` went out and is unanswered, oldest first.
     private var awaitingAnswer: [String] = []
     /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).
@@ -99,7 +101,7 @@ import Foundation
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
         let envelope: JSONEnvelope
         do {
-            envelope = try frame.jsonEnvelope(from: vendor.name)
+            envelope = try frame.jsonEnvelope(from: vendor.name, scratch: &scratch)
         } catch {
             actions.append(.reportError(error))
             return

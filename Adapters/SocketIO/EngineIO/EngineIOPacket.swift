@@ -18,7 +18,8 @@ package enum EngineIOPacketType: UInt8, Sendable, Hashable {
 /// One Engine.IO packet. Over WebSocket each packet is one message; a binary message is an implicit
 /// `message` packet whose payload is raw bytes.
 package enum EngineIOPacket: Sendable, Hashable {
-    case text(EngineIOPacketType, String)
+    /// The payload is a slice of the received text: a packet is read once, not copied.
+    case text(EngineIOPacketType, Substring)
     case binary(Data)
 
     /// Decodes one WebSocket message (or one packet of a polling payload, already split).
@@ -32,7 +33,7 @@ package enum EngineIOPacket: Sendable, Hashable {
                 throw RealtimeError(.protocolViolation, "unknown Engine.IO packet type",
                                     context: .init(detail: "starts with \(text.prefix(1).debugDescription)"))
             }
-            self = .text(type, String(text.utf8.dropFirst())!)
+            self = .text(type, text[text.utf8.index(after: text.utf8.startIndex)...])  // one ASCII byte
         }
     }
 

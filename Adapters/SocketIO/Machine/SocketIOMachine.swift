@@ -113,7 +113,7 @@ import Foundation
         }
     }
 
-    private mutating func receivedEngineIO(_ type: EngineIOPacketType, _ payload: String,
+    private mutating func receivedEngineIO(_ type: EngineIOPacketType, _ payload: Substring,
                                            actions: inout [DialectAction]) throws(RealtimeError) {
         if handshake == nil, type != .open, type != .noop {
             throw RealtimeError(.protocolViolation, "Engine.IO packet \(type.rawValue) before the open packet")
@@ -123,7 +123,7 @@ import Foundation
             guard handshake == nil else {
                 throw RealtimeError(.protocolViolation, "second Engine.IO open packet")
             }
-            let opened = try EngineIOHandshake(json: payload)
+            let opened = try EngineIOHandshake(json: String(payload))
             handshake = opened
             actions.append(.liveness(liveness.serverPings(defaultInterval: opened.pingInterval,
                                                           defaultTimeout: opened.pingTimeout)))
@@ -257,7 +257,7 @@ import Foundation
             }
         }
         actions.append(.deliver(RealtimeEvent(channel: namespace.channel, name: name, data: arguments.first ?? .null,
-                                              arguments: arguments, rawData: packet.rawJSON, ackToken: token)))
+                                              arguments: arguments, rawSlice: packet.rawJSON, ackToken: token)))
     }
 
     private mutating func failRequests(of namespace: Namespace, code: RealtimeError.Code,

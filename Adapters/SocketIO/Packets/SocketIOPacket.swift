@@ -23,11 +23,12 @@ package struct SocketIOPacket: Sendable, Hashable {
     package var namespace: String
     package var id: Int64?
     package var payload: JSONValue?
-    /// The JSON text as it arrived (placeholders in place of attachments); `nil` for packets built here.
-    package var rawJSON: String?
+    /// The JSON text as it arrived (placeholders in place of attachments), a slice of the received text;
+    /// `nil` for packets built here.
+    package var rawJSON: Substring?
 
     package init(kind: Kind, namespace: String = "/", id: Int64? = nil, payload: JSONValue? = nil,
-                 rawJSON: String? = nil) {
+                 rawJSON: Substring? = nil) {
         self.kind = kind
         self.namespace = namespace
         self.id = id
@@ -76,10 +77,16 @@ package struct SocketIOPacketHeader: Sendable, Hashable {
     package var attachments: Int
     package var namespace: String
     package var id: Int64?
-    package var json: String?
+    /// A slice of the parsed text.
+    package var json: Substring?
+
+    /// Parses the Socket.IO text held in a `String`.
+    package init(parsing text: String, maximumAttachments: Int) throws(RealtimeError) {
+        try self.init(parsing: text[...], maximumAttachments: maximumAttachments)
+    }
 
     /// Parses the Socket.IO text (the Engine.IO `message` payload, without its `4`).
-    package init(parsing text: String, maximumAttachments: Int) throws(RealtimeError) {
+    package init(parsing text: Substring, maximumAttachments: Int) throws(RealtimeError) {
         let bytes = text.utf8
         var index = bytes.startIndex
         func violation(_ message: String) -> RealtimeError {
@@ -134,7 +141,7 @@ package struct SocketIOPacketHeader: Sendable, Hashable {
         }
         if index != digitsStart { id = ackID }
 
-        json = index < bytes.endIndex ? String(text[index...]) : nil
+        json = index < bytes.endIndex ? text[index...] : nil
     }
 }
 
@@ -143,6 +150,8 @@ package struct SocketIOPacketDecoder: Sendable {
     package var maximumAttachments: Int
     package var maximumAttachmentBytes: Int
     private var pending: (header: SocketIOPacketHeader, payload: JSONValue, attachments: [Data], bytes: Int)?
+    /// The JSON parser's stacks, kept from packet to packet.
+    private var scratch = JSONParseScratch()
 
     package init(maximumAttachments: Int = 10, maximumAttachmentBytes: Int = 100_000_000) {
         self.maximumAttachments = maximumAttachments
@@ -155,8 +164,14 @@ package struct SocketIOPacketDecoder: Sendable {
     /// Forgets a half-received packet (the connection ended).
     package mutating func reset() { pending = nil }
 
-    /// Decodes the text of one `message` packet. Returns `nil` when the packet waits for attachments.
+    /// `receive(text:)` for text held in a `String`.
     package mutating func receive(text: String) throws(RealtimeError) -> SocketIOPacket? {
+        try receive(text: text[...])
+    }
+
+    /// Decodes the text of one `message` packet. Returns `nil` when the packet waits for attachments. The
+    /// packet keeps its JSON as a slice of `text` rather than a copy.
+    package mutating func receive(text: Substring) throws(RealtimeError) -> SocketIOPacket? {
         guard pending == nil else {
             pending = nil
             throw RealtimeError(.protocolViolation, "text packet arrived while attachments were expected")
@@ -165,7 +180,7 @@ package struct SocketIOPacketDecoder: Sendable {
         var payload: JSONValue?
         if let json = header.json {
             do {
-                payload = try JSONValue.parse(json)
+                payload = try JSONValue.parse(json.utf8, scratch: &scratch)
             } catch {
                 throw RealtimeError(.protocolViolation, "Socket.IO packet payload is not JSON",
                                     context: .init(offset: error.context.offset, detail: String(json.prefix(64))))

@@ -19,12 +19,12 @@ extension TransportFrame {
 extension TransportFrame {
     /// `jsonDocument(from:)` for dialects that read a few top-level members: the same errors, no dictionary
     /// for the top-level object (see ``JSONEnvelope``).
-    package func jsonEnvelope(from peer: String) throws(RealtimeError) -> JSONEnvelope {
+    package func jsonEnvelope(from peer: String, scratch: inout JSONParseScratch) throws(RealtimeError) -> JSONEnvelope {
         guard case .text(let text) = self else {
             throw RealtimeError(.protocolViolation, "\(peer) sent a binary frame")
         }
         do {
-            return try JSONEnvelope(parsing: text)
+            return try JSONEnvelope(parsing: text, scratch: &scratch)
         } catch {
             throw RealtimeError(.invalidJSON, "\(peer) sent a frame that is not JSON",
                                 context: .init(offset: error.context.offset, detail: String(text.prefix(120))))

@@ -45,8 +45,13 @@ public struct RealtimeEvent: Sendable {
     }
     /// The text of the payload as it arrived, when the dialect had one.
     public var rawData: String? {
-        get { box.fields.rawData }
-        set { update { $0.rawData = newValue } }
+        get { box.fields.rawData ?? box.fields.rawSlice.map(String.init) }
+        set {
+            update {
+                $0.rawData = newValue
+                $0.rawSlice = nil
+            }
+        }
     }
     /// What a dialect knows about the event beyond the fields every dialect shares, by keys the dialect
     /// chooses. Core never reads it; the dialect's module exposes each entry as a typed property (Pusher's
@@ -79,6 +84,8 @@ public struct RealtimeEvent: Sendable {
         /// `nil` means `[data]`: most events carry one value, and need no array until asked.
         var storedArguments: [JSONValue]?
         var rawData: String?
+        /// `rawData` as a slice of the received text, copied out only when read.
+        var rawSlice: Substring?
         var dialectMetadata: [String: String] = [:]
         var ackToken: AckToken?
         var ack: AckResponder?
@@ -101,6 +108,14 @@ public struct RealtimeEvent: Sendable {
     public init(channel: ChannelID?, name: String, data: JSONValue, arguments: [JSONValue]? = nil,
                 rawData: String? = nil, ackToken: AckToken? = nil) {
         box = Box(Fields(channel: channel, name: name, storedData: data, storedArguments: arguments, rawData: rawData,
+                         ackToken: ackToken))
+    }
+
+    /// An event whose payload text is a slice of what arrived (Socket.IO's packet JSON): `rawData` makes a
+    /// `String` of it only when read, so an event nobody asks that of costs no copy.
+    package init(channel: ChannelID?, name: String, data: JSONValue, arguments: [JSONValue]?, rawSlice: Substring?,
+                 ackToken: AckToken?) {
+        box = Box(Fields(channel: channel, name: name, storedData: data, storedArguments: arguments, rawSlice: rawSlice,
                          ackToken: ackToken))
     }
 

@@ -23,9 +23,18 @@ package struct JSONEnvelope: Sendable {
 
     /// Parses `text` (RFC 8259, with the same rules and errors as `JSONValue.parse`).
     package init(parsing text: String, limits: JSONLimits = .default) throws(RealtimeError) {
+        var scratch = JSONParseScratch()
+        try self.init(parsing: text, limits: limits, scratch: &scratch)
+    }
+
+    /// Parses `text`, with the parser's stacks kept in `scratch` between calls.
+    package init(parsing text: String, limits: JSONLimits = .default,
+                 scratch: inout JSONParseScratch) throws(RealtimeError) {
         var utf8 = text
         let members = utf8.withUTF8 { bytes in
             var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
+            swap(&parser.scratch, &scratch)
+            defer { swap(&parser.scratch, &scratch) }
             return try? parser.parseTopLevelMembers()
         }
         self.text = text

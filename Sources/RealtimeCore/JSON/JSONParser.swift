@@ -62,10 +62,47 @@ extension JSONValue {
         return try parse(Array(utf8), limits: limits)
     }
 
+    /// `parse(_:limits:)` on a slice of a string, with stacks kept in `scratch` between calls.
+    package static func parse(_ utf8: Substring.UTF8View, limits: JSONLimits = .default,
+                              scratch: inout JSONParseScratch) throws(RealtimeError) -> JSONValue {
+        var slice = Substring(utf8)
+        let result = slice.withUTF8 { bytes in
+            var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
+            swap(&parser.scratch, &scratch)
+            defer { swap(&parser.scratch, &scratch) }
+            return Result { () throws(RealtimeError) in try parser.parseDocument() }
+        }
+        return try result.get()
+    }
+
     /// Parses RFC 8259 JSON from raw UTF-8 bytes. The bytes are only read during the call.
     public static func parse(_ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
         var parser = JSONParser(bytes: bytes.bindMemory(to: UInt8.self), maximumDepth: limits.maximumDepth)
         return try parser.parseDocument()
+    }
+}
+
+/// The stacks a parse uses, kept by a caller that parses document after document (a dialect, frame after
+/// frame) so they are not allocated for each one. Emptied after every parse; room beyond
+/// `retainedElements` elements or `retainedContainers` containers is let go, so one huge document does
+/// not stay held.
+package struct JSONParseScratch: Sendable {
+    fileprivate var containers: [JSONParser.Container] = []
+    fileprivate var elements: [JSONValue] = []
+    static let retainedElements = 256
+    static let retainedContainers = 32
+
+    package init() {}
+
+    fileprivate mutating func keep(containers: inout [JSONParser.Container], elements: inout [JSONValue]) {
+        if containers.capacity <= Self.retainedContainers {
+            containers.removeAll(keepingCapacity: true)
+            swap(&containers, &self.containers)
+        }
+        if elements.capacity <= Self.retainedElements {
+            elements.removeAll(keepingCapacity: true)
+            swap(&elements, &self.elements)
+        }
     }
 }
 
@@ -77,10 +114,12 @@ struct JSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var maximumDepth: Int
     private var index = 0
+    /// The container and element stacks, lent by the caller when it parses document after document.
+    var scratch = JSONParseScratch()
 
     /// One open array or object. Objects fill their dictionary in place; arrays keep their elements
     /// on a shared stack from `firstElement` on, so each array is allocated once, at its exact size.
-    private struct Container {
+    fileprivate struct Container {
         var isObject: Bool
         var firstElement = 0
         var members: [String: JSONValue] = [:]
@@ -161,6 +200,9 @@ struct JSONParser {
     private mutating func parseValueTree() throws(RealtimeError) -> JSONValue {
         var containers: [Container] = []
         var elements: [JSONValue] = []
+        swap(&containers, &scratch.containers)
+        swap(&elements, &scratch.elements)
+        defer { scratch.keep(containers: &containers, elements: &elements) }
 
         while true {
             // Parse one value; containers that open here are resumed below when they close.
@@ -178,7 +220,7 @@ struct JSONParser {
                     index += 1
                     value = .object([:])
                 } else {
-                    if containers.isEmpty { containers.reserveCapacity(8) }
+                    if containers.capacity == 0 { containers.reserveCapacity(8) }
                     let name = try parseMemberName(after: "'{'")
                     containers.append(Container(isObject: true, members: Dictionary(minimumCapacity: 4), pendingName: name))
                     continue
@@ -191,7 +233,8 @@ struct JSONParser {
                     index += 1
                     value = .array([])
                 } else {
-                    if containers.isEmpty { containers.reserveCapacity(8) }
+                    if containers.capacity == 0 { containers.reserveCapacity(8) }
+                    if elements.capacity == 0 { elements.reserveCapacity(16) }
                     containers.append(Container(isObject: false, firstElement: elements.count))
                     continue
                 }
