@@ -69,6 +69,7 @@ enum EngineEffect: Sendable {
     case close(connection: UInt64, code: Int, reason: String)
     case abort(connection: UInt64)
     case schedule(EngineTimer, serial: UInt64, after: Duration)
+    /// Also follows a timer that fired, so that its handle is not kept.
     case cancel(EngineTimer)
     case work(connection: UInt64, DialectWork)
     case deliver(Delivery)
