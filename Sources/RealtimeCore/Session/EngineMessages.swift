@@ -56,7 +56,8 @@ enum EngineTimer: Hashable, Sendable {
 enum Delivery: Sendable {
     /// `bytes`: the received frames behind the event, counted against the delivery byte budget.
     case event(RealtimeEvent, connection: UInt64, bytes: Int)
-    case state(ConnectionState, ConnectionState)
+    /// Boxed: two states are 336 bytes, and every delivery in a batch would be that large.
+    indirect case state(ConnectionState, ConnectionState)
     case error(RealtimeError)
     case lifecycle(ChannelLifecycleEvent)
 }
