@@ -29,6 +29,17 @@ struct ChannelTableTests {
         #expect(table.state(of: "elsewhere") == nil)
     }
 
+    @Test("the join order survives the join counter running out, and a channel left and joined again goes last")
+    func joinOrderPastTheCounter() {
+        var table = ChannelTable(joined: [room, lobby], sendBufferLimit: 10, firstSerial: .max - 3)
+        _ = table.join("third")
+        // The counter is at its end now: the next join numbers every channel afresh.
+        _ = table.join("fourth")
+        _ = table.leave(room)
+        _ = table.join(room)
+        #expect(table.order == [lobby, "third", "fourth", room])
+    }
+
     @Test("a failed or ended channel joins again as pending")
     func rejoin() {
         var table = ChannelTable(joined: [room], sendBufferLimit: 10)

@@ -97,6 +97,34 @@ struct HandlerRegistryTests {
         #expect(registry.count == 1)
     }
 
+    @Test("a key left without handlers gives its place to the next new key, and nothing of it is dispatched")
+    func freedKeysAreReused() {
+        let registry = HandlerRegistry()
+        let calls = Locked<[String]>([])
+        func record(_ label: String) -> HandlerRegistry.EventHandler {
+            { _ in calls.withLock { $0.append(label) } }
+        }
+        func take() -> [String] { calls.withLock { list in defer { list = [] }; return list } }
+        let first = registry.add(channel: "room", event: "x", record("x"))
+        registry.add(channel: nil, event: "z", record("any-z"))
+        registry.add(channel: "room", event: "y", once: true, record("y-once"))
+        registry.remove(id: first)
+        registry.dispatch(event("y"))
+        // Both of room's lists are free now; two new keys take their places.
+        let reused = registry.add(channel: "room", event: "z", record("z"))
+        registry.add(channel: "room", event: nil, record("any-event"))
+        registry.dispatch(event("x"))
+        registry.dispatch(event("y"))
+        registry.dispatch(event("z"))
+        #expect(take() == ["y-once", "any-event", "any-event", "any-z", "z", "any-event"])
+        #expect(registry.count == 3)
+        registry.remove(id: reused)
+        registry.removeAll(channel: "room")
+        registry.dispatch(event("z"))
+        #expect(take() == ["any-z"])
+        #expect(registry.count == 1)
+    }
+
     @Test("handlers run in registration order across scopes")
     func order() {
         let registry = HandlerRegistry()

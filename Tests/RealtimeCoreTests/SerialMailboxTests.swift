@@ -95,4 +95,19 @@ struct SerialMailboxTests {
             #expect(handled.withLock { $0[submitter] } == Array(0..<perSubmitter))
         }
     }
+
+    @Test("a burst of inputs queued while draining is handled in order, and its room is let go afterwards")
+    func burstCapacityIsReleased() {
+        let mailbox = SerialMailbox<Int>()
+        let handled = Locked<[Int]>([])
+        func drain(_ batch: [Int]) {
+            handled.withLock { $0 += batch }
+            if batch == [0] {
+                for value in 1...1_000 { mailbox.submit(value, drain: drain) }
+            }
+        }
+        mailbox.submit(0, drain: drain)
+        #expect(handled.withLock { $0 } == Array(0...1_000))
+        #expect(mailbox.queueCapacity <= SerialMailbox<Int>.keptCapacity)
+    }
 }

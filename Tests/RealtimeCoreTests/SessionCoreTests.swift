@@ -123,6 +123,17 @@ struct SessionCoreTests {
         #expect(effects.answers.map(\.operation) == [OperationID(4)])
         #expect(effects.failureCodes == [.connectionClosed])
     }
+
+    @Test("a timer that fired is cancelled too, so the engine lets go of its handle; a stale one is not")
+    func firedTimerIsReleased() throws {
+        var core = Self.makeCore()
+        let scheduled = core.run(.connect(timeout: .seconds(5), operation: OperationID(1)))
+        let deadline = try #require(scheduled.serial(of: .connectDeadline(OperationID(1))))
+        let fired = core.run(.timer(.connectDeadline(OperationID(1)), serial: deadline))
+        #expect(fired.cancelled == [.connectDeadline(OperationID(1))])
+        let stale = core.run(.timer(.connectDeadline(OperationID(1)), serial: deadline))
+        #expect(stale.cancelled.isEmpty)
+    }
 }
 
 extension SessionCore {
@@ -141,6 +152,10 @@ extension [EngineEffect] {
 
     fileprivate var failureCodes: [RealtimeError.Code] {
         answers.compactMap { if case .failed(_, let error) = $0 { error.code } else { nil } }
+    }
+
+    fileprivate var cancelled: [EngineTimer] {
+        compactMap { if case .cancel(let timer) = $0 { timer } else { nil } }
     }
 
     /// The serial `timer` was last scheduled with.

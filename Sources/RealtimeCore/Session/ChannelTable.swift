@@ -29,36 +29,70 @@ struct ChannelTable: Sendable {
         case buffered(BufferedSend)
     }
 
+    /// A joined channel: a few bytes, because a session may hold tens of thousands. What most channels
+    /// never have (an error, waiters, buffered sends) lives in side tables keyed by channel.
     private struct Record: Sendable {
-        var state: ChannelState = .pending
-        var leftovers = Leftovers()
+        enum Status: Sendable {
+            case pending
+            case subscribed(recovered: Bool?)
+            /// Failed or ended: the state, with its error, is in `stopped`.
+            case stopped
+        }
+
+        var status: Status = .pending
         /// Confirmed at least once: the next confirmation is a resubscription.
         var everSubscribed = false
+        /// When it was joined, relative to the others: `order` sorts by it.
+        var serial: UInt32
     }
 
     private let sendBufferLimit: Int
     private var records: [ChannelID: Record] = [:]
-    /// Channels in the order they were joined.
-    private(set) var order: [ChannelID] = []
+    /// The state of every failed or ended channel (it carries the error).
+    private var stopped: [ChannelID: ChannelState] = [:]
+    /// The waiters and buffered sends of the channels that have any.
+    private var held: [ChannelID: Leftovers] = [:]
+    private var nextSerial: UInt32 = 0
     /// Sends and requests buffered across all channels.
     private(set) var bufferedCount = 0
     /// What the server sent with a confirmation that is about to be reported (`.subscriptionPayload`).
     private var subscriptionPayloads: [ChannelID: JSONValue] = [:]
 
-    init(joined channels: [ChannelID], sendBufferLimit: Int) {
+    /// `firstSerial` is for tests of the renumbering after four billion joins.
+    init(joined channels: [ChannelID], sendBufferLimit: Int, firstSerial: UInt32 = 0) {
         self.sendBufferLimit = sendBufferLimit
-        for channel in channels where records[channel] == nil {
-            records[channel] = Record()
-            order.append(channel)
-        }
+        nextSerial = firstSerial
+        for channel in channels where records[channel] == nil { add(channel) }
+    }
+
+    /// Channels in the order they were joined. Sorted on each call: it is read once per connection.
+    var order: [ChannelID] {
+        records.sorted { $0.value.serial < $1.value.serial }.map(\.key)
     }
 
     /// The state of `channel`, or `nil` when it is not joined.
-    func state(of channel: ChannelID) -> ChannelState? { records[channel]?.state }
+    func state(of channel: ChannelID) -> ChannelState? {
+        guard let record = records[channel] else { return nil }
+        switch record.status {
+        case .pending: return .pending
+        case .subscribed(let recovered): return .subscribed(recovered: recovered)
+        case .stopped: return stopped[channel]
+        }
+    }
 
     func isSubscribed(_ channel: ChannelID) -> Bool {
-        if case .subscribed = records[channel]?.state { return true }
+        if case .subscribed = records[channel]?.status { return true }
         return false
+    }
+
+    private mutating func add(_ channel: ChannelID) {
+        if nextSerial == .max {
+            // Four billion joins: number the channels afresh, keeping their order.
+            for (index, channel) in order.enumerated() { records[channel]?.serial = UInt32(index) }
+            nextSerial = UInt32(records.count)
+        }
+        records[channel] = Record(serial: nextSerial)
+        nextSerial += 1
     }
 
     // MARK: Joining and leaving
@@ -66,42 +100,44 @@ struct ChannelTable: Sendable {
     /// Joins `channel`, or joins again one that failed, ended or was left. Returns whether the server must
     /// be asked (false when it is pending or subscribed already).
     mutating func join(_ channel: ChannelID) -> Bool {
-        guard let state = records[channel]?.state else {
-            records[channel] = Record()
-            order.append(channel)
+        guard let status = records[channel]?.status else {
+            add(channel)
             return true
         }
-        switch state {
+        switch status {
         case .pending, .subscribed:
             return false
-        case .failed, .ended, .left:
-            records[channel]?.state = .pending
+        case .stopped:
+            records[channel]?.status = .pending
+            stopped[channel] = nil
             return true
         }
     }
 
     /// Forgets `channel`; returns the state it was in and what it held, or `nil` when it was not joined.
     mutating func leave(_ channel: ChannelID) -> (state: ChannelState, leftovers: Leftovers)? {
-        guard let record = records.removeValue(forKey: channel) else { return nil }
-        order.removeAll { $0 == channel }
-        bufferedCount -= record.leftovers.queue.count
-        return (record.state, record.leftovers)
+        guard let state = state(of: channel) else { return nil }
+        records[channel] = nil
+        stopped[channel] = nil
+        let leftovers = held.removeValue(forKey: channel) ?? Leftovers()
+        bufferedCount -= leftovers.queue.count
+        return (state, leftovers)
     }
 
     /// Adds a `subscribed()` caller to a joined channel.
     mutating func addWaiter(_ operation: OperationID, to channel: ChannelID) {
-        records[channel]?.leftovers.waiters.append(operation)
+        guard records[channel] != nil else { return }
+        held[channel, default: Leftovers()].waiters.append(operation)
     }
 
     // MARK: The send buffer
 
     /// Why a send on `channel` cannot even be buffered (not joined, failed, ended), if it cannot.
     func unavailability(of channel: ChannelID) -> RealtimeError? {
-        guard let record = records[channel] else {
+        switch state(of: channel) {
+        case nil:
             return RealtimeError(.channelUnavailable, "the channel was not joined", context: .init(channel: channel))
-        }
-        switch record.state {
-        case .failed(let error), .ended(let error):
+        case .failed(let error)?, .ended(let error)?:
             return RealtimeError(.channelUnavailable, "the channel is unavailable: \(error.message)",
                                  context: .init(channel: channel, detail: error.description))
         default:
@@ -119,47 +155,51 @@ struct ChannelTable: Sendable {
     /// Buffers `message` on its channel until the channel is subscribed.
     mutating func buffer(_ message: OutgoingMessage, as kind: BufferedSend.Kind) {
         guard records[message.channel] != nil else { return }
-        records[message.channel]?.leftovers.queue.append(BufferedSend(message: message, kind: kind))
+        held[message.channel, default: Leftovers()].queue.append(BufferedSend(message: message, kind: kind))
         bufferedCount += 1
     }
 
-    /// Takes out the waiter or buffered send behind `operation`, looking channel by channel in join order.
+    /// Takes out the waiter or buffered send behind `operation` (operation ids are unique, so the order the
+    /// channels are searched in does not matter).
     mutating func withdraw(_ operation: OperationID) -> Withdrawn? {
-        for channel in order {
-            if let index = records[channel]?.leftovers.waiters.firstIndex(of: operation) {
-                return .waiter(records[channel]!.leftovers.waiters.remove(at: index))
-            }
-            if let item = removeBuffered(on: channel, where: { kind in
-                kind == .send(operation) || kind == .request(RequestID(operation))
-            }) {
-                return .buffered(item)
-            }
+        if let channel = held.first(where: { $0.value.waiters.contains(operation) })?.key {
+            held[channel]!.waiters.removeAll { $0 == operation }
+            dropIfEmpty(channel)
+            return .waiter(operation)
         }
-        return nil
+        return removeBuffered { $0 == .send(operation) || $0 == .request(RequestID(operation)) }
+            .map { .buffered($0.item) }
     }
 
     /// Takes out the buffered send of `operation`; returns its channel.
     mutating func removeBufferedSend(_ operation: OperationID) -> ChannelID? {
-        for channel in order {
-            if removeBuffered(on: channel, where: { $0 == .send(operation) }) != nil { return channel }
-        }
-        return nil
+        removeBuffered { $0 == .send(operation) }?.channel
     }
 
     /// Takes the buffered request `id` out of the buffer, if it is there.
     mutating func removeBufferedRequest(_ id: RequestID) {
-        for channel in order {
-            if removeBuffered(on: channel, where: { $0 == .request(id) }) != nil { return }
-        }
+        _ = removeBuffered { $0 == .request(id) }
     }
 
-    private mutating func removeBuffered(on channel: ChannelID,
-                                         where matches: (BufferedSend.Kind) -> Bool) -> BufferedSend? {
-        guard let index = records[channel]?.leftovers.queue.firstIndex(where: { matches($0.kind) }) else {
-            return nil
+    /// Takes out the first buffered send that `matches`, searching every channel that holds any.
+    private mutating func removeBuffered(where matches: (BufferedSend.Kind) -> Bool)
+        -> (item: BufferedSend, channel: ChannelID)? {
+        var found: (channel: ChannelID, index: Int)?
+        for (channel, leftovers) in held {
+            if let index = leftovers.queue.firstIndex(where: { matches($0.kind) }) {
+                found = (channel, index)
+                break
+            }
         }
+        guard let (channel, index) = found else { return nil }
         bufferedCount -= 1
-        return records[channel]!.leftovers.queue.remove(at: index)
+        let item = held[channel]!.queue.remove(at: index)
+        dropIfEmpty(channel)
+        return (item, channel)
+    }
+
+    private mutating func dropIfEmpty(_ channel: ChannelID) {
+        if let leftovers = held[channel], leftovers.waiters.isEmpty, leftovers.queue.isEmpty { held[channel] = nil }
     }
 
     // MARK: What the server says
@@ -177,47 +217,55 @@ struct ChannelTable: Sendable {
         let info = SubscriptionInfo(isResubscription: record.everSubscribed, recovered: recovered,
                                     serverPayload: subscriptionPayloads.removeValue(forKey: channel))
         record.everSubscribed = true
-        record.state = .subscribed(recovered: recovered)
-        let leftovers = takeLeftovers(of: &record)
+        record.status = .subscribed(recovered: recovered)
         records[channel] = record
-        return (info, leftovers)
+        stopped[channel] = nil
+        return (info, takeLeftovers(of: channel))
     }
 
     /// The server refused or ended `channel` (`state` says which); returns what it held, to be failed.
     mutating func markStopped(_ channel: ChannelID, as state: ChannelState) -> Leftovers? {
-        guard var record = records[channel] else { return nil }
-        record.state = state
-        let leftovers = takeLeftovers(of: &record)
-        records[channel] = record
-        return leftovers
+        guard records[channel] != nil else { return nil }
+        switch state {
+        case .pending:
+            records[channel]?.status = .pending
+            stopped[channel] = nil
+        case .subscribed(let recovered):
+            records[channel]?.status = .subscribed(recovered: recovered)
+            stopped[channel] = nil
+        case .failed, .ended, .left:
+            records[channel]?.status = .stopped
+            stopped[channel] = state
+        }
+        return takeLeftovers(of: channel)
     }
 
     /// The dialect will confirm `channel` again (its server resubscribes on its own).
     mutating func markPending(_ channel: ChannelID) {
-        records[channel]?.state = .pending
+        guard records[channel] != nil else { return }
+        records[channel]?.status = .pending
+        stopped[channel] = nil
     }
 
     /// The connection ended: subscriptions lapse with it, and so do payloads not yet reported.
     mutating func connectionLost() {
         subscriptionPayloads = [:]
-        for channel in order where isSubscribed(channel) {
-            records[channel]?.state = .pending
+        for index in records.values.indices {
+            if case .subscribed = records.values[index].status { records.values[index].status = .pending }
         }
     }
 
-    /// Everything every channel held, in join order, for a session that gives up on its pending work.
+    /// Everything the channels held, in join order (channels that held nothing are left out), for a session
+    /// that gives up on its pending work.
     mutating func takeAllLeftovers() -> [Leftovers] {
-        order.compactMap { channel in
-            guard var record = records[channel] else { return nil }
-            let leftovers = takeLeftovers(of: &record)
-            records[channel] = record
-            return leftovers
-        }
+        let taken = held.sorted { (records[$0.key]?.serial ?? 0) < (records[$1.key]?.serial ?? 0) }.map(\.value)
+        held = [:]
+        bufferedCount = 0
+        return taken
     }
 
-    private mutating func takeLeftovers(of record: inout Record) -> Leftovers {
-        let leftovers = record.leftovers
-        record.leftovers = Leftovers()
+    private mutating func takeLeftovers(of channel: ChannelID) -> Leftovers {
+        guard let leftovers = held.removeValue(forKey: channel) else { return Leftovers() }
         bufferedCount -= leftovers.queue.count
         return leftovers
     }

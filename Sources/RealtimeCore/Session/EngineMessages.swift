@@ -56,7 +56,8 @@ enum EngineTimer: Hashable, Sendable {
 enum Delivery: Sendable {
     /// `bytes`: the received frames behind the event, counted against the delivery byte budget.
     case event(RealtimeEvent, connection: UInt64, bytes: Int)
-    case state(ConnectionState, ConnectionState)
+    /// Boxed: two states are 336 bytes, and every delivery in a batch would be that large.
+    indirect case state(ConnectionState, ConnectionState)
     case error(RealtimeError)
     case lifecycle(ChannelLifecycleEvent)
 }
@@ -69,6 +70,7 @@ enum EngineEffect: Sendable {
     case close(connection: UInt64, code: Int, reason: String)
     case abort(connection: UInt64)
     case schedule(EngineTimer, serial: UInt64, after: Duration)
+    /// Also follows a timer that fired, so that its handle is not kept.
     case cancel(EngineTimer)
     case work(connection: UInt64, DialectWork)
     case deliver(Delivery)

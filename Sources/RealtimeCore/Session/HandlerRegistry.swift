@@ -8,7 +8,7 @@
 ///
 /// Events mostly repeat a few (channel, name) pairs, so dispatch remembers the sorted matches of the last
 /// few pairs it looked up and finds them by comparing names, which is cheaper than hashing them into the
-/// index four times per event; any change to the handlers forgets them.
+/// key table four times per event; any change to the handlers forgets them.
 package final class HandlerRegistry: Sendable {
     /// A handler for received events.
     package typealias EventHandler = @Sendable (RealtimeEvent) -> Void
@@ -24,14 +24,29 @@ package final class HandlerRegistry: Sendable {
         var event: String?
     }
 
+    /// One handler: 40 bytes. Its key is that of the list holding it.
     private struct Entry {
         let id: HandlerID
-        let sequence: UInt64
-        let key: Key
-        let once: Bool
-        /// Kept by the bulk removals; only `remove(id:)` removes it (see `add(…persistent:…)`).
-        let persistent: Bool
         let handler: EventHandler
+        /// The registration sequence in the high bits, `once` and `persistent` in the two low ones: sorting
+        /// by it sorts by registration.
+        let order: UInt64
+
+        init(id: HandlerID, sequence: UInt64, once: Bool, persistent: Bool, handler: @escaping EventHandler) {
+            self.id = id
+            self.handler = handler
+            order = sequence << 2 | (once ? 1 : 0) | (persistent ? 2 : 0)
+        }
+
+        var once: Bool { order & 1 != 0 }
+        /// Kept by the bulk removals; only `remove(id:)` removes it (see `add(…persistent:…)`).
+        var persistent: Bool { order & 2 != 0 }
+    }
+
+    /// The handlers of one key, in registration order.
+    private struct List {
+        var key: Key
+        var entries: [Entry]
     }
 
     /// The matches of one (channel, event name) pair, in registration order, none of them `once`.
@@ -44,22 +59,47 @@ package final class HandlerRegistry: Sendable {
     /// How many (channel, event name) pairs dispatch remembers: a linear scan of this many beats a hash.
     package static let routeCacheSize = 4
 
+    /// Each handler costs its entry and a 20-byte bucket in `slotOfHandler`; a key is stored once, in its
+    /// list, however many handlers share it.
     private struct Storage {
-        var keys: [HandlerID: Key] = [:]
-        var index: [Key: [Entry]] = [:] {
-            didSet { routes.removeAll(keepingCapacity: true) }
-        }
-        /// Remembered lookups, most recently added last; emptied whenever `index` changes.
+        /// The lists by slot; a freed slot (in `freeSlots`) has no entries and waits for reuse.
+        var lists: [List] = []
+        var freeSlots: [UInt32] = []
+        var slotOfKey: [Key: UInt32] = [:]
+        var slotOfHandler: [HandlerID: UInt32] = [:]
+        /// Remembered lookups, most recently added last; emptied by every change to the lists.
         var routes: [Route] = []
         var stateObservers: [(id: HandlerID, persistent: Bool, handler: StateHandler)] = []
         var errorObservers: [(id: HandlerID, handler: ErrorHandler)] = []
         var lifecycleObservers: [(id: HandlerID, channel: ChannelID?, handler: LifecycleHandler)] = []
         var nextSequence: UInt64 = 0
 
+        var handlerCount: Int { slotOfHandler.count }
+
+        mutating func add(_ entry: Entry, under key: Key) {
+            routes.removeAll(keepingCapacity: true)
+            let slot: UInt32
+            if let known = slotOfKey[key] {
+                slot = known
+            } else if let free = freeSlots.popLast() {
+                slot = free
+                lists[Int(slot)].key = key
+                slotOfKey[key] = slot
+            } else {
+                slot = UInt32(lists.count)
+                lists.append(List(key: key, entries: []))
+                slotOfKey[key] = slot
+            }
+            lists[Int(slot)].entries.append(entry)
+            slotOfHandler[entry.id] = slot
+        }
+
         mutating func remove(_ id: HandlerID) -> Bool {
-            if let key = keys.removeValue(forKey: id) {
-                index[key]?.removeAll { $0.id == id }
-                if index[key]?.isEmpty == true { index[key] = nil }
+            if let slot = slotOfHandler.removeValue(forKey: id) {
+                slotOfHandler.releaseRoomIfSparse()
+                routes.removeAll(keepingCapacity: true)
+                lists[Int(slot)].entries.removeAll { $0.id == id }
+                freeIfEmpty(slot)
                 return true
             }
             if let position = stateObservers.firstIndex(where: { $0.id == id }) {
@@ -77,22 +117,46 @@ package final class HandlerRegistry: Sendable {
             return false
         }
 
-        /// Removes the non-persistent entries under `key`.
-        mutating func removeAppEntries(_ key: Key) {
-            guard let entries = index[key] else { return }
-            let kept = entries.filter(\.persistent)
-            for entry in entries where !entry.persistent { keys[entry.id] = nil }
-            index[key] = kept.isEmpty ? nil : kept
+        /// Frees the slot of a list left without handlers.
+        private mutating func freeIfEmpty(_ slot: UInt32) {
+            guard lists[Int(slot)].entries.isEmpty else { return }
+            slotOfKey[lists[Int(slot)].key] = nil
+            if slotOfKey.isEmpty {
+                lists = []
+                freeSlots = []
+                slotOfKey = [:]
+            } else {
+                lists[Int(slot)] = List(key: Key(), entries: [])
+                freeSlots.append(slot)
+            }
         }
 
-        /// Takes the matching entries out of `index[key]`'s `once` set and returns all matches.
+        /// The slots of the keys `matches` picks.
+        func slots(where matches: (Key) -> Bool) -> [UInt32] {
+            slotOfKey.compactMap { matches($0.key) ? $0.value : nil }
+        }
+
+        /// Removes the non-persistent entries of the list in `slot`.
+        mutating func removeAppEntries(_ slot: UInt32) {
+            let entries = lists[Int(slot)].entries
+            guard entries.contains(where: { !$0.persistent }) else { return }
+            routes.removeAll(keepingCapacity: true)
+            for entry in entries where !entry.persistent { slotOfHandler[entry.id] = nil }
+            slotOfHandler.releaseRoomIfSparse()
+            lists[Int(slot)].entries = entries.filter(\.persistent)
+            freeIfEmpty(slot)
+        }
+
+        /// Appends the entries under `key` to `matches`, taking the `once` ones out of the list.
         mutating func take(_ key: Key, into matches: inout [Entry]) {
-            guard let entries = index[key] else { return }
+            guard let slot = slotOfKey[key] else { return }
+            let entries = lists[Int(slot)].entries
             matches.append(contentsOf: entries)
             if entries.contains(where: \.once) {
-                let remaining = entries.filter { !$0.once }
-                for entry in entries where entry.once { keys[entry.id] = nil }
-                index[key] = remaining.isEmpty ? nil : remaining
+                routes.removeAll(keepingCapacity: true)
+                for entry in entries where entry.once { slotOfHandler[entry.id] = nil }
+                lists[Int(slot)].entries = entries.filter { !$0.once }
+                freeIfEmpty(slot)
             }
         }
     }
@@ -113,11 +177,10 @@ package final class HandlerRegistry: Sendable {
         storage.withLock { storage in
             // A chosen id registered again replaces its earlier registration; a fresh one has none.
             if chosen != nil { _ = storage.remove(id) }
-            let entry = Entry(id: id, sequence: storage.nextSequence, key: key, once: once, persistent: persistent,
+            let entry = Entry(id: id, sequence: storage.nextSequence, once: once, persistent: persistent,
                               handler: handler)
             storage.nextSequence += 1
-            storage.keys[id] = key
-            storage.index[key, default: []].append(entry)
+            storage.add(entry, under: key)
         }
         return id
     }
@@ -158,21 +221,23 @@ package final class HandlerRegistry: Sendable {
     /// Removes every handler registered for exactly `event` in `channel` (`nil`: the session scope),
     /// except persistent ones.
     package func remove(event: String, channel: ChannelID?) {
-        storage.withLock { $0.removeAppEntries(Key(channel: channel, event: event)) }
+        storage.withLock { storage in
+            if let slot = storage.slotOfKey[Key(channel: channel, event: event)] { storage.removeAppEntries(slot) }
+        }
     }
 
     /// Removes every event handler registered in `channel` (`nil`: the session scope; observers stay),
     /// except persistent ones.
     package func removeAll(channel: ChannelID?) {
         storage.withLock { storage in
-            for key in storage.index.keys where key.channel == channel { storage.removeAppEntries(key) }
+            for slot in storage.slots(where: { $0.channel == channel }) { storage.removeAppEntries(slot) }
         }
     }
 
     /// Removes every handler and observer, except persistent ones.
     package func removeEverything() {
         storage.withLock { storage in
-            for key in storage.index.keys { storage.removeAppEntries(key) }
+            for slot in storage.slots(where: { _ in true }) { storage.removeAppEntries(slot) }
             storage.stateObservers.removeAll { !$0.persistent }
             storage.errorObservers = []
         }
@@ -181,7 +246,7 @@ package final class HandlerRegistry: Sendable {
     /// How many handlers and observers are registered.
     package var count: Int {
         storage.withLock {
-            $0.keys.count + $0.stateObservers.count + $0.errorObservers.count + $0.lifecycleObservers.count
+            $0.handlerCount + $0.stateObservers.count + $0.errorObservers.count + $0.lifecycleObservers.count
         }
     }
 
@@ -198,8 +263,8 @@ package final class HandlerRegistry: Sendable {
             }
             storage.take(Key(channel: nil, event: event.name), into: &matches)
             storage.take(Key(channel: nil, event: nil), into: &matches)
-            if matches.count > 1 { matches.sort { $0.sequence < $1.sequence } }
-            // A `once` match changed the index (which emptied the cache); the next lookup differs.
+            if matches.count > 1 { matches.sort { $0.order < $1.order } }
+            // A `once` match changed the lists (which emptied the cache); the next lookup differs.
             if !matches.contains(where: \.once) {
                 if storage.routes.count == Self.routeCacheSize { storage.routes.removeFirst() }
                 storage.routes.append(Route(channel: event.channel, event: event.name, entries: matches))

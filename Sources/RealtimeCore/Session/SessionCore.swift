@@ -120,7 +120,8 @@ struct SessionCore: Sendable {
     /// Runs what `timer` stands for, unless it was cancelled or scheduled again since `serial` was armed.
     private mutating func timerFired(_ timer: EngineTimer, serial: UInt64, effects: inout [EngineEffect]) {
         guard timerSerials[timer] == serial else { return }
-        timerSerials[timer] = nil
+        // Through `cancel`, so that the engine lets go of the fired timer's handle too.
+        cancel(timer, effects: &effects)
         switch timer {
         case .reconnect: if case .reconnecting = state { startAttempt(effects: &effects) }
         case .handshake: handshakeTimedOut(effects: &effects)
@@ -140,7 +141,9 @@ struct SessionCore: Sendable {
     }
 
     mutating func cancel(_ timer: EngineTimer, effects: inout [EngineEffect]) {
-        if timerSerials.removeValue(forKey: timer) != nil { effects.append(.cancel(timer)) }
+        guard timerSerials.removeValue(forKey: timer) != nil else { return }
+        timerSerials.releaseRoomIfSparse()
+        effects.append(.cancel(timer))
     }
 
     /// Cancels every timer the dialect armed.

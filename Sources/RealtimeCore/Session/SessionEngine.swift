@@ -166,7 +166,11 @@ final class SessionEngine: Sendable {
                 let previous = io.withLock { $0.timers.updateValue(handle, forKey: timer) }
                 previous?.cancel()
             case .cancel(let timer):
-                io.withLock { $0.timers.removeValue(forKey: timer) }?.cancel()
+                let handle = io.withLock { io in
+                    defer { io.timers.releaseRoomIfSparse() }
+                    return io.timers.removeValue(forKey: timer)
+                }
+                handle?.cancel()
             case .work(let connection, let work):
                 Task { [weak self] in
                     let result: Result<JSONValue, RealtimeError>

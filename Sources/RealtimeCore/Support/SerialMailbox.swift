@@ -12,6 +12,8 @@ package final class SerialMailbox<Input: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
+    /// The most inputs an emptied queue keeps room for.
+    package static var keptCapacity: Int { 64 }
 
     package init() {}
 
@@ -28,10 +30,15 @@ package final class SerialMailbox<Input: Sendable>: Sendable {
         }
         guard drains else { return }
         // Take the whole queue at once: one lock round per batch, not per input. The two arrays trade
-        // places, so each keeps its capacity and a steady stream of inputs allocates nothing here.
+        // places, so each keeps its capacity and a steady stream of inputs allocates nothing here; a burst's
+        // capacity is let go, so that a session does not hold it for good.
         var batch: [Input] = []
         while true {
-            batch.removeAll(keepingCapacity: true)
+            if batch.capacity > Self.keptCapacity {
+                batch = []
+            } else {
+                batch.removeAll(keepingCapacity: true)
+            }
             state.withLock { state in
                 swap(&state.inputs, &batch)
                 if batch.isEmpty { state.draining = false }
@@ -40,4 +47,7 @@ package final class SerialMailbox<Input: Sendable>: Sendable {
             drain(batch)
         }
     }
+
+    /// How many inputs the idle queue has room for: at most ``keptCapacity`` once a burst is drained.
+    package var queueCapacity: Int { state.withLock { $0.inputs.capacity } }
 }

@@ -27,26 +27,24 @@ public struct SystemClock: RealtimeClock {
     }
 
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any ScheduledTimer {
-        let timer = DispatchTimerHandle(action)
-        let nanoseconds = max(0, delay.nanoseconds)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
-            timer.fire()
+        let source = DispatchSource.makeTimerSource(queue: .global())
+        source.schedule(deadline: .now() + .nanoseconds(Int(clamping: max(0, delay.nanoseconds))))
+        // The handler holds the source until it fires or is cancelled, and cancelling frees both at once,
+        // where a cancelled `asyncAfter` kept its block and handle until the deadline (10,000 Action Cable
+        // subscribes leave 10,000 cancelled guarantor timers).
+        source.setEventHandler {
+            source.cancel()
+            action()
         }
-        return timer
+        source.resume()
+        return DispatchTimerHandle(source: Locked(source))
     }
 }
 
-private final class DispatchTimerHandle: ScheduledTimer {
-    private let action: Locked<(@Sendable () -> Void)?>
-    init(_ action: @escaping @Sendable () -> Void) { self.action = Locked(action) }
-    func fire() {
-        let action = self.action.withLock { action -> (@Sendable () -> Void)? in
-            defer { action = nil }
-            return action
-        }
-        action?()
-    }
-    func cancel() { action.withLock { $0 = nil } }
+private struct DispatchTimerHandle: ScheduledTimer {
+    /// Dispatch sources are not `Sendable`; `cancel()` is safe from any thread, the lock makes it so for Swift.
+    let source: Locked<any DispatchSourceTimer>
+    func cancel() { source.withLock { $0.cancel() } }
 }
 
 extension Duration {
