@@ -197,20 +197,25 @@
             actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
             return
         }
-        let raw = members.rawText(of: "message") ?? message.serialized()
+        // The message's text as the server wrote it, copied out only if someone reads `rawData`.
+        let raw = members.rawSlice(of: "message") ?? message.serialized()[...]
         actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
                                               name: Self.eventName(of: message, keys: eventNameKeys),
-                                              data: message, rawData: raw)))
+                                              data: message, arguments: nil, rawSlice: raw, ackToken: nil)))
     }
 
-    /// The first of `keys` that is a non-empty string member of `message`, else `"message"`.
+    /// The first of `keys` that is a non-empty string member of `message`, else `"message"`. One pass over
+    /// the message's few members, comparing names, instead of hashing every key to look it up (most
+    /// broadcasts have none of them, so every lookup would miss).
     static func eventName(of message: JSONValue, keys: [String]) -> String {
-        if case .object(let members) = message {
-            for key in keys {
-                if case .string(let name)? = members[key], !name.isEmpty { return name }
-            }
+        guard case .object(let members) = message, !keys.isEmpty else { return ActionCableDialect.fallbackEventName }
+        var best: (rank: Int, name: String)?
+        for (key, value) in members {
+            guard case .string(let name) = value, !name.isEmpty,
+                  let rank = keys.firstIndex(of: key), rank < (best?.rank ?? keys.count) else { continue }
+            best = (rank, name)
         }
-        return ActionCableDialect.fallbackEventName
+        return best?.name ?? ActionCableDialect.fallbackEventName
     }
 
     // MARK: Commands

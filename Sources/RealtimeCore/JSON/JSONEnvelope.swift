@@ -58,9 +58,16 @@ package struct JSONEnvelope: Sendable {
 
     /// The text of member `name`'s value exactly as the server wrote it.
     package func rawText(of name: String) -> String? {
+        rawSlice(of: name).map(String.init)
+    }
+
+    /// `rawText(of:)` as a slice of ``text``, without a copy.
+    package func rawSlice(of name: String) -> Substring? {
         guard let member = members?.last(where: { $0.name == name }) else { return nil }
-        var utf8 = text
-        return utf8.withUTF8 { String(decoding: UnsafeBufferPointer(rebasing: $0[member.range]), as: UTF8.self) }
+        let utf8 = text.utf8
+        let start = utf8.index(utf8.startIndex, offsetBy: member.range.lowerBound)
+        let end = utf8.index(start, offsetBy: member.range.count)
+        return text[start..<end]
     }
 
     /// Whether the document is an object.
