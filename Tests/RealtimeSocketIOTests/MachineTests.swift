@@ -319,9 +319,14 @@ struct MachineEventTests {
     @Test func reservedNamesFromTheServerAreRefused() {
         var harness = MachineHarness()
         harness.connectAndJoin(["/"])
-        let actions = harness.receive(#"42["disconnect"]"#)
-        #expect(actions.delivered.isEmpty)
-        #expect(actions.reportedErrors.map(\.code) == [.protocolViolation])
+        for name in SocketIODialect.reservedEventNames.sorted() {
+            let actions = harness.receive(#"42["\#(name)"]"#)
+            #expect(actions.delivered.isEmpty, "\(name)")
+            #expect(actions.reportedErrors.map(\.code) == [.protocolViolation], "\(name)")
+        }
+        for name in ["connected", "Connect", "disconnec", "message"] {
+            #expect(harness.receive(#"42["\#(name)"]"#).delivered.map(\.name) == [name])
+        }
     }
 
     @Test func requestsGetPerNamespaceAckIDs() throws {

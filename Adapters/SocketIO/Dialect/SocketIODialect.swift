@@ -183,6 +183,15 @@ public struct SocketIODialect: RealtimeDialect {
         "connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener",
     ]
 
+    /// Whether `name` is one of ``reservedEventNames``, by comparing strings rather than hashing one per
+    /// received event.
+    static func isReserved(_ name: String) -> Bool {
+        switch name {
+        case "connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener": true
+        default: false
+        }
+    }
+
     /// Refuses reserved event names (`.invalidArgument`) and more attachments than the limit (`.limitExceeded`).
     @_spi(DialectAuthoring) public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? {
         if Self.reservedEventNames.contains(message.event) {

@@ -50,6 +50,9 @@ import Foundation
             if case .connected = state { return true }
             return false
         }
+
+        /// The channel, once the namespace is connected.
+        var connectedChannel: ChannelID? { isConnected ? channel : nil }
     }
 
     init(auth: SocketIOAuth?, limits: SocketIODialect.Limits, liveness: Liveness) {
@@ -157,6 +160,12 @@ import Foundation
     // MARK: - Socket.IO packets
 
     private mutating func handle(_ packet: SocketIOPacket, actions: inout [DialectAction]) {
+        // The common case first, reading only the channel rather than copying the namespace's state out.
+        if packet.kind == .event || packet.kind == .binaryEvent,
+           let channel = namespaces[packet.namespace]?.connectedChannel {
+            deliverEvent(packet, channel: channel, actions: &actions)
+            return
+        }
         guard var namespace = namespaces[packet.namespace] else {
             actions.append(.log(.debug, "packet type \(packet.kind.rawValue) for namespace \(packet.namespace) not joined; dropped"))
             return
@@ -184,7 +193,7 @@ import Foundation
             namespaces[packet.namespace] = namespace
             if let payload = packet.payload { actions.append(.subscriptionPayload(namespace.channel, payload)) }
             actions.append(.subscribed(namespace.channel, recovered: recovered))
-            for event in early { deliverEvent(event, actions: &actions) }
+            for event in early { deliverEvent(event, channel: namespace.channel, actions: &actions) }
 
         case .connectError:
             namespaces[packet.namespace] = nil
@@ -206,7 +215,7 @@ import Foundation
 
         case .event, .binaryEvent:
             if namespace.isConnected {
-                deliverEvent(packet, actions: &actions)
+                deliverEvent(packet, channel: namespace.channel, actions: &actions)
             } else if namespace.early.count < limits.maximumEventsBeforeConnect {
                 namespace.early.append(packet)
                 namespaces[packet.namespace] = namespace
@@ -228,35 +237,36 @@ import Foundation
         }
     }
 
-    private mutating func deliverEvent(_ packet: SocketIOPacket, actions: inout [DialectAction]) {
-        guard var namespace = namespaces[packet.namespace],
-              let (name, decodedArguments) = packet.eventNameAndArguments else { return }
+    /// Delivers an event of a connected namespace (`channel`).
+    private mutating func deliverEvent(_ packet: SocketIOPacket, channel: ChannelID, actions: inout [DialectAction]) {
+        guard let (name, decodedArguments) = packet.eventNameAndArguments else { return }
         var arguments = decodedArguments
-        guard !SocketIODialect.reservedEventNames.contains(name) else {
+        guard !SocketIODialect.isReserved(name) else {
             actions.append(.reportError(RealtimeError(.protocolViolation,
                                                       "server sent an event with the reserved name \"\(name)\"",
-                                                      context: .init(channel: namespace.channel))))
+                                                      context: .init(channel: channel))))
             return
         }
         // With connection state recovery the server appends an offset to every event without an ack.
-        if packet.id == nil, recovery[packet.namespace] != nil, case .string(let offset)? = arguments.last {
+        if packet.id == nil, !recovery.isEmpty, recovery[packet.namespace] != nil,
+           case .string(let offset)? = arguments.last {
             arguments.removeLast()
             recovery[packet.namespace]?.offset = offset
         }
         var token: AckToken?
         if let id = packet.id {
-            if namespace.unansweredServerAcks.count < limits.maximumUnansweredServerAcks {
-                namespace.unansweredServerAcks.insert(id)
-                namespaces[packet.namespace] = namespace
-                token = AckToken(channel: namespace.channel, id: id)
+            let unanswered = namespaces[packet.namespace]?.unansweredServerAcks.count ?? 0
+            if unanswered < limits.maximumUnansweredServerAcks {
+                namespaces[packet.namespace]?.unansweredServerAcks.insert(id)
+                token = AckToken(channel: channel, id: id)
             } else {
                 actions.append(.reportError(RealtimeError(
                     .limitExceeded,
                     "more than \(limits.maximumUnansweredServerAcks) unanswered ack requests; \"\(name)\" delivered without one",
-                    context: .init(channel: namespace.channel))))
+                    context: .init(channel: channel))))
             }
         }
-        actions.append(.deliver(RealtimeEvent(channel: namespace.channel, name: name, data: arguments.first ?? .null,
+        actions.append(.deliver(RealtimeEvent(channel: channel, name: name, data: arguments.first ?? .null,
                                               arguments: arguments, rawSlice: packet.rawJSON, ackToken: token)))
     }
 
