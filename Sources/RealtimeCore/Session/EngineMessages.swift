@@ -73,7 +73,6 @@ enum EngineEffect: Sendable {
     /// Also follows a timer that fired, so that its handle is not kept.
     case cancel(EngineTimer)
     case work(connection: UInt64, DialectWork)
-    case deliver(Delivery)
     /// Runs the completion the engine holds for the answered operation.
     case answer(OperationAnswer)
     case log(LogLevel, String)

@@ -69,7 +69,7 @@ extension SessionCore {
     /// not only the log.
     mutating func reportFailure(_ error: RealtimeError, effects: inout [EngineEffect]) {
         failedAttemptsWhileWaiting += 1
-        effects.append(.deliver(.error(error)))
+        deliveries.append(.error(error))
     }
 
     // MARK: Attempts
@@ -223,7 +223,7 @@ extension SessionCore {
     mutating func fail(_ error: RealtimeError, effects: inout [EngineEffect]) {
         cancel(.reconnect, effects: &effects)
         setState(.failed(error), effects: &effects)
-        effects.append(.deliver(.error(error)))
+        deliveries.append(.error(error))
         let abandoned = RealtimeError(.sessionFailed, "the session failed: \(error.message)",
                                       context: .init(detail: error.description))
         abandonPendingWork(with: abandoned, connectError: error, effects: &effects)

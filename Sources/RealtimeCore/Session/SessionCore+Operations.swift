@@ -35,7 +35,7 @@ extension SessionCore {
 
     mutating func unsubscribe(_ channel: ChannelID, effects: inout [EngineEffect]) {
         guard let (lastState, leftovers) = channels.leave(channel) else { return }
-        effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .unsubscribed))))
+        deliveries.append(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .unsubscribed)))
         let error = RealtimeError(.channelUnavailable, "the channel was left", context: .init(channel: channel))
         failWaitersAndQueue(leftovers, with: error, effects: &effects)
         switch lastState {
@@ -52,7 +52,7 @@ extension SessionCore {
     mutating func channelSubscribed(_ channel: ChannelID, recovered: Bool?, effects: inout [EngineEffect]) {
         guard let (info, leftovers) = channels.markSubscribed(channel, recovered: recovered) else { return }
         for operation in leftovers.waiters { effects.append(.answer(.subscribed(operation, recovered: recovered))) }
-        effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .subscribed(info)))))
+        deliveries.append(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .subscribed(info))))
         for item in leftovers.queue {
             switch item.kind {
             case .send(let operation):
@@ -69,9 +69,9 @@ extension SessionCore {
                                  effects: inout [EngineEffect]) {
         guard let leftovers = channels.markStopped(channel, as: newState) else { return }
         failWaitersAndQueue(leftovers, with: error, effects: &effects)
-        effects.append(.deliver(.error(error)))
+        deliveries.append(.error(error))
         let kind: ChannelLifecycleEvent.Kind = if case .ended = newState { .endedByServer(error) } else { .rejected(error) }
-        effects.append(.deliver(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: kind))))
+        deliveries.append(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: kind)))
     }
 
     // MARK: Sends and requests

@@ -152,7 +152,7 @@ extension SessionCore {
             closeAsServerAsked(code, reason, on: connection, effects: &effects)
         case .fail(let error): machineFailed(error, effects: &effects)
         case .refuseSend(let error): sendRefusal = error
-        case .reportError(let error): effects.append(.deliver(.error(error)))
+        case .reportError(let error): deliveries.append(.error(error))
         case .log(let level, let message): effects.append(.log(level, message))
         }
     }
@@ -171,7 +171,7 @@ extension SessionCore {
 
     /// Delivers `event`, charged with the bytes received since the last one.
     private mutating func deliver(_ event: RealtimeEvent, on connection: UInt64, effects: inout [EngineEffect]) {
-        effects.append(.deliver(.event(event, connection: connection, bytes: unchargedBytes)))
+        deliveries.append(.event(event, connection: connection, bytes: unchargedBytes))
         unchargedBytes = 0
     }
 

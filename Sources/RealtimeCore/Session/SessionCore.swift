@@ -43,6 +43,10 @@ struct SessionCore: Sendable {
     var sendRefusal: RealtimeError?
     /// The machine's action buffer, kept between transitions for its capacity.
     var actions: [DialectAction] = []
+    /// What the handlers get, in the order it happened; the engine takes it after each batch of inputs and
+    /// hands it to the delivery target after the batch's effects (kept apart from the effects, so an event
+    /// is not wrapped and copied once more on its way).
+    var deliveries: [Delivery] = []
     var lastEndDescription = ""
     /// Why the last connection or attempt ended, for `.reconnecting`.
     var lastEndReason: DisconnectReason = .closedByClient(code: 1000, reason: "")
@@ -159,6 +163,6 @@ struct SessionCore: Sendable {
         guard new != state else { return }
         let old = state
         state = new
-        effects.append(.deliver(.state(old, new)))
+        deliveries.append(.state(old, new))
     }
 }

@@ -120,19 +120,22 @@ final class SessionEngine: Sendable {
         var effects: [EngineEffect] = []
         mailbox.submit(input) { inputs in
             let now = clock.now()
+            // A fresh array each time: the taken one goes to the delivery queue with its batch.
+            var deliveries: [Delivery] = []
             core.withLock { core in
                 core.now = now
                 for input in inputs { core.handle(input, effects: &effects) }
+                swap(&deliveries, &core.deliveries)
             }
             execute(effects)
             effects.removeAll(keepingCapacity: true)
+            if !deliveries.isEmpty { deliver(deliveries) }
         }
     }
 
     // MARK: Effects
 
     private func execute(_ effects: [EngineEffect]) {
-        var deliveries: [Delivery] = []
         for effect in effects {
             switch effect {
             case .prepareRequest(let connection, let prepare):
@@ -181,8 +184,6 @@ final class SessionEngine: Sendable {
                     }
                     self?.submit(.workFinished(connection: connection, work.id, result))
                 }
-            case .deliver(let item):
-                deliveries.append(item)
             case .answer(let answer):
                 // Each operation is answered once, and its caller is registered before its input is submitted.
                 let completion = completions.withLock { $0.take(answer) }
@@ -192,7 +193,6 @@ final class SessionEngine: Sendable {
                 log(level, message)
             }
         }
-        if !deliveries.isEmpty { deliver(deliveries) }
     }
 
     private static func wrap(_ error: any Error, doing step: String) -> RealtimeError {
