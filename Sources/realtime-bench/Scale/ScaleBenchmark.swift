@@ -4,9 +4,9 @@ import Realtime
 /// `realtime-bench scale`: what many channels, handlers and sessions cost, and how fast a dropped session is
 /// whole again. Against `scale server` (a child: every dialect's server on the library's `WebSocketServer`).
 ///
-/// - Memory per channel (`--channels`, 10,000) and per handler (`--handlers`, 100,000; on one event, then on
-///   as many distinct events): the heap (glibc's bytes in use) and RSS deltas of a fresh `scale probe`
-///   process, divided by the count.
+/// - Memory per channel (`--channels`, 10,000; read `--channel-settle` seconds after the last confirmation)
+///   and per handler (`--handlers`, 100,000; on one event, then on as many distinct events): the heap
+///   (glibc's bytes in use) and RSS deltas of a fresh `scale probe` process, divided by the count.
 /// - `--sessions` (10,000) concurrent sessions, one channel each, on one transport with a one-thread loop:
 ///   RSS and heap per session and the process's threads, beside as many bare connections of the same
 ///   transport (the baseline). The probe and the server raise RLIMIT_NOFILE to its hard limit; the count is
@@ -19,6 +19,8 @@ import Realtime
 ///   upgrade included). The stamps come from a transport wrapper and `onChannelEvent`, both public API.
 ///
 /// Options: the counts above, `--settle S` (idle seconds before the sessions' threads are counted again: 5),
+/// `--channel-settle S` (seconds between the last channel's confirmation and reading the heap: 0.5, so that
+/// the delivery batch and cancelled timers still in flight are not counted as resting cost),
 /// `--only DIALECT`, `--quick` (small counts), `--json`.
 enum ScaleBenchmark {
     static func run(arguments: [String]) async throws {
@@ -41,6 +43,7 @@ enum ScaleBenchmark {
         let reconnectChannels = options.int("--reconnect-channels", full: 100, quick: 100)
         let drops = options.int("--drops", full: 10, quick: 2)
         let settle = options.double("--settle", full: 5, quick: 0.2)
+        let channelSettle = options.double("--channel-settle", full: 0.5, quick: 0.1)
 
         let files = Measure.raiseFileLimit()
         if sessions + 256 > files {
@@ -68,10 +71,11 @@ enum ScaleBenchmark {
         for dialect in options.dialects {
             let name = dialect.rawValue
             out.say("  \(name):")
-            let channel = try probe("channels", dialect, count: channels, port: port)
+            let channel = try probe("channels", dialect, count: channels, port: port,
+                                    extra: ["--settle", String(channelSettle)])
             let perChannel = perItem(channel)
-            out.say("    per channel (\(channels) confirmed on one session): heap \(Format.bytes(perChannel.heap)), "
-                    + "RSS \(Format.bytes(perChannel.rss))")
+            out.say("    per channel (\(channels) confirmed on one session, read \(channelSettle) s after the last): "
+                    + "heap \(Format.bytes(perChannel.heap)), RSS \(Format.bytes(perChannel.rss))")
             out.figure("scale", name, "heap_bytes_per_channel", perChannel.heap)
             out.figure("scale", name, "rss_bytes_per_channel", perChannel.rss)
 

@@ -25,7 +25,7 @@ enum ScaleProbe {
         let start = Measure.nanoseconds()
         var fields: [String]
         switch what {
-        case "channels": fields = try await channels(dialect, count: count, port: port)
+        case "channels": fields = try await channels(dialect, count: count, port: port, settle: settle)
         case "handlers": fields = try await handlers(dialect, count: count, port: port)
         case "sessions": fields = try await sessions(dialect, count: count, port: port, settle: settle)
         case "connections": fields = try connections(dialect, count: count, port: port)
@@ -55,8 +55,11 @@ enum ScaleProbe {
         return (session, confirmations)
     }
 
-    /// `count` more channels on one session, each confirmed by the server.
-    static func channels(_ dialect: BenchDialect, count: Int, port: Int) async throws -> [String] {
+    /// `count` more channels on one session, each confirmed by the server; the heap is read `settle` seconds
+    /// after the last confirmation, so that what only passes through (the delivery batch still holding the
+    /// confirmations, cancelled subscribe timers Dispatch releases on its own queue) is not counted as the
+    /// channels' resting cost.
+    static func channels(_ dialect: BenchDialect, count: Int, port: Int, settle: Double) async throws -> [String] {
         let (session, confirmations) = try await connectedSession(dialect, port: port)
         defer { session.disconnect() }
         let before = Snapshot()
@@ -64,6 +67,7 @@ enum ScaleProbe {
         confirmations.withLock { $0 = countdown }
         for index in 1...count { session.channel(dialect.channel(index)) }
         guard countdown.wait(seconds: 120) else { throw BenchmarkFailure("probe: \(countdown.count) of \(count) channels confirmed") }
+        if settle > 0 { try await Task.sleep(for: .seconds(settle)) }
         return delta(before, Snapshot()) + ["count=\(count)"]
     }
 
