@@ -8,27 +8,44 @@ import Musl
 
 /// A value guarded by a mutex. The only `@unchecked Sendable` type in the package:
 /// every access goes through `withLock`, so the value is never touched by two threads at once.
-package final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+///
+/// Copies share one lock and value, as a class reference would. The value and the mutex live in one
+/// allocation (the mutex tail-allocated, so its address never moves): one `malloc` per lock, where a
+/// class with a separately allocated mutex took two, and events create a lock each (lazily parsed payloads).
+package struct Locked<Value>: @unchecked Sendable {
+    private let storage: LockedStorage<Value>
 
     package init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+        storage = LockedStorage.make(value)
     }
 
     /// Runs `body` with exclusive access to the value. Never call out to user code from `body`.
     @inline(__always)
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try storage.withUnsafeMutablePointers { value, mutex in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
+    }
+}
+
+/// The header is the value; the single tail element is the mutex.
+private final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+    static func make(_ value: Value) -> LockedStorage<Value> {
+        let buffer = create(minimumCapacity: 1) { _ in value }
+        let storage = unsafeDowncast(buffer, to: LockedStorage<Value>.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
+        return storage
+    }
+
+    deinit {
+        withUnsafeMutablePointerToElements { mutex in
+            pthread_mutex_destroy(mutex)
+            mutex.deinitialize(count: 1)
+        }
     }
 }
