@@ -115,14 +115,17 @@ extension SessionCore {
         actions = []
         produced.removeAll(keepingCapacity: true)
         step(&machine, &produced)
-        apply(produced, effects: &effects)
+        apply(&produced, effects: &effects)
         produced.removeAll(keepingCapacity: true)
         if actions.capacity < produced.capacity { actions = produced }
     }
 
     /// Carries out `produced` in order; once one leaves no connection (`.fail`), the rest are dropped.
-    private mutating func apply(_ produced: [DialectAction], effects: inout [EngineEffect]) {
-        for action in produced {
+    private mutating func apply(_ produced: inout [DialectAction], effects: inout [EngineEffect]) {
+        // Each action is moved out of the list (popLast after a reverse), not copied out and destroyed with
+        // the list afterwards: an event passes on without a retain and a release here.
+        produced.reverse()
+        while let action = produced.popLast() {
             guard let connection = currentConnection else { return }
             apply(action, on: connection, effects: &effects)
         }
