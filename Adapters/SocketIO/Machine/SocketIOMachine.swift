@@ -159,7 +159,7 @@ import Foundation
 
     // MARK: - Socket.IO packets
 
-    private mutating func handle(_ packet: SocketIOPacket, actions: inout [DialectAction]) {
+    private mutating func handle(_ packet: consuming SocketIOPacket, actions: inout [DialectAction]) {
         // The common case first, reading only the channel rather than copying the namespace's state out.
         if packet.kind == .event || packet.kind == .binaryEvent,
            let channel = namespaces[packet.namespace]?.connectedChannel {
@@ -215,9 +215,9 @@ import Foundation
 
         case .event, .binaryEvent:
             if namespace.isConnected {
-                deliverEvent(packet, channel: namespace.channel, actions: &actions)
+                deliverEvent(copy packet, channel: namespace.channel, actions: &actions)
             } else if namespace.early.count < limits.maximumEventsBeforeConnect {
-                namespace.early.append(packet)
+                namespace.early.append(copy packet)
                 namespaces[packet.namespace] = namespace
             } else {
                 actions.append(.reportError(RealtimeError(
@@ -238,8 +238,9 @@ import Foundation
     }
 
     /// Delivers an event of a connected namespace (`channel`).
-    private mutating func deliverEvent(_ packet: SocketIOPacket, channel: ChannelID, actions: inout [DialectAction]) {
-        guard let (name, decodedArguments) = packet.eventNameAndArguments else { return }
+    private mutating func deliverEvent(_ packet: consuming SocketIOPacket, channel: ChannelID,
+                                       actions: inout [DialectAction]) {
+        guard let (name, decodedArguments) = packet.takeEventNameAndArguments() else { return }
         var arguments = decodedArguments
         guard !SocketIODialect.isReserved(name) else {
             actions.append(.reportError(RealtimeError(.protocolViolation,

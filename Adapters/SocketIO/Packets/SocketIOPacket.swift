@@ -60,14 +60,26 @@ package struct SocketIOPacket: Sendable, Hashable {
 
     /// The event name and arguments of an EVENT or BINARY_EVENT (numbers as names are accepted).
     package var eventNameAndArguments: (name: String, arguments: [JSONValue])? {
-        guard kind == .event || kind == .binaryEvent, case .array(let elements) = payload,
+        var copy = self
+        return copy.takeEventNameAndArguments()
+    }
+
+    /// `eventNameAndArguments`, taking the payload out of the packet: when the packet is the array's only
+    /// owner (a packet just decoded), the arguments are the same array without its first element, with no
+    /// new allocation.
+    package mutating func takeEventNameAndArguments() -> (name: String, arguments: [JSONValue])? {
+        guard kind == .event || kind == .binaryEvent, case .array(var elements)? = payload,
               let first = elements.first else { return nil }
+        let name: String
         switch first {
-        case .string(let name): return (name, Array(elements.dropFirst()))
-        case .integer(let number): return (String(number), Array(elements.dropFirst()))
-        case .double(let number): return ("\(number)", Array(elements.dropFirst()))
+        case .string(let text): name = text
+        case .integer(let number): name = String(number)
+        case .double(let number): name = "\(number)"
         default: return nil
         }
+        payload = nil  // leaves `elements` the only owner, so removing the name happens in place
+        elements.removeFirst()
+        return (name, elements)
     }
 }
 
