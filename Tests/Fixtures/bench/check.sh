@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Smoke run of `realtime-bench dialects`, `latency` and `scale` with --quick --json (Tests/run-all runs it):
-# checks that every expected figure comes out as a number, never what the number is.
+# checks that every expected figure comes out as a number, never what the number is, and that
+# readme-table.py still turns the output into the README's tables.
 # Usage: Tests/Fixtures/bench/check.sh [path/to/realtime-bench]   (default: the debug build run-all makes)
 # With REALTIME_REQUIRE_PEERS=1 (run-all) a Python baseline must come out too; otherwise a skipped one
 # (null, with a note saying why) is accepted.
@@ -94,4 +95,13 @@ for problem in problems:
 print(f"bench smoke: {count} figures read, {len(problems)} problems")
 sys.exit(1 if problems else 0)
 EOF
+# The README's tables are made from this output by readme-table.py: check that it still reads it.
+if python3 Tests/Fixtures/bench/readme-table.py "$out" >"$out/tables.md" 2>&1 \
+        && [ "$(grep -c '^| \(Socket.IO\|Pusher\|Action Cable\)' "$out/tables.md")" -ge 6 ]; then
+    echo "bench smoke: readme-table.py made $(grep -c '^| ' "$out/tables.md") table rows"
+else
+    echo "bench smoke: readme-table.py failed on this output:"
+    tail -n 20 "$out/tables.md"
+    status=1
+fi
 exit $status
