@@ -135,7 +135,7 @@ extension SessionCore {
         switch action {
         case .send(let frame): write(frame, compress: true, on: connection, effects: &effects)
         case .sendUncompressed(let frame): write(frame, compress: false, on: connection, effects: &effects)
-        case .deliver(let event): deliver(event, on: connection, effects: &effects)
+        case .deliver(let event): deliver(event, on: connection)
         case .connected(let id): markConnected(connection, id: id, effects: &effects)
         case .subscribed(let channel, let recovered):
             channelSubscribed(channel, recovered: recovered, effects: &effects)
@@ -173,7 +173,7 @@ extension SessionCore {
     }
 
     /// Delivers `event`, charged with the bytes received since the last one.
-    private mutating func deliver(_ event: RealtimeEvent, on connection: UInt64, effects: inout [EngineEffect]) {
+    private mutating func deliver(_ event: RealtimeEvent, on connection: UInt64) {
         deliveries.append(.event(event, connection: connection, bytes: unchargedBytes))
         unchargedBytes = 0
     }
