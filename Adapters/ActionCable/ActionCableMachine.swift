@@ -6,7 +6,7 @@
 /// - Every subscription is keyed by its identifier string, built once; incoming frames are routed by
 ///   that exact string and broadcasts are delivered while the subscription is still pending.
 /// - A broadcast is delivered under the name read from its message (``ActionCableDialect/eventNameKeys``),
-///   `"message"` when none names it; its `data` is the whole message.
+///   `"message"` when none names it; its `data` is the whole message, kept as text (checked) until read.
 /// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`.
 /// - A `subscribe` right after an `unsubscribe` of the same identifier waits one guarantor interval,
 ///   because Rails may run the two out of order and lose the subscribe.
@@ -27,10 +27,17 @@
     private let guarantor: ActionCableDialect.SubscriptionGuarantor
     private let liveness: LivenessRule
     private let restartDelay: Duration
-    private let eventNameKeys: [String]
+    /// Reads a broadcast's event name while its message is checked, so the message itself is not parsed.
+    private let eventNamePick: JSONEnvelope.Pick?
+    /// Members kept as text: the message is parsed only if a handler reads it, and the identifier is
+    /// decoded only the first time its text is seen (``identifier(fromRaw:in:)``).
+    private static let deferredMembers = ["message", "identifier"]
 
     /// Subscriptions of the current connection, by identifier.
     private var subscriptions: [String: Subscription] = [:]
+    /// Identifiers by the text the server writes them as (with its escapes), for subscriptions this
+    /// connection has received broadcasts for; a few more than there are subscriptions at most.
+    private var decodedIdentifiers: [Substring: String] = [:]
     /// The JSON parser's stacks, kept from frame to frame.
     private var scratch = JSONParseScratch()
     /// Identifiers built so far; they never change for a channel.
@@ -46,7 +53,7 @@
         self.guarantor = guarantor
         self.liveness = liveness
         self.restartDelay = restartDelay
-        self.eventNameKeys = eventNameKeys
+        self.eventNamePick = eventNameKeys.isEmpty ? nil : JSONEnvelope.Pick(member: "message", keys: eventNameKeys)
     }
 
     // MARK: Connection
@@ -67,6 +74,7 @@
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
         let end = decidedEnd ?? Self.classify(closure)
         subscriptions = [:]
+        decodedIdentifiers = [:]
         settling = []
         welcomed = false
         decidedEnd = nil
@@ -100,7 +108,8 @@
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
         let envelope: JSONEnvelope
         do {
-            envelope = try frame.jsonEnvelope(from: "Action Cable", scratch: &scratch)
+            envelope = try frame.jsonEnvelope(from: "Action Cable", deferring: Self.deferredMembers, pick: eventNamePick,
+                                              scratch: &scratch)
         } catch {
             actions.append(.reportError(error))
             return
@@ -186,8 +195,9 @@
                                                 ? .serverRestart : .serverRequest(reason: reason ?? "disconnect")))
     }
 
-    private func broadcast(_ members: JSONEnvelope, actions: inout [DialectAction]) {
-        guard let identifier = members["identifier"]?.stringValue, let message = members["message"] else {
+    private mutating func broadcast(_ members: JSONEnvelope, actions: inout [DialectAction]) {
+        guard let rawIdentifier = members.rawSlice(of: "identifier"), let message = members.rawSlice(of: "message"),
+              let identifier = identifier(fromRaw: rawIdentifier, in: members) else {
             actions.append(.reportError(RealtimeError(
                 .protocolViolation, "Action Cable sent a frame with neither a type nor an identifier and message",
                 context: .init(serverPayload: members.document))))
@@ -197,25 +207,26 @@
             actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
             return
         }
-        // The message's text as the server wrote it, copied out only if someone reads `rawData`.
-        let raw = members.rawSlice(of: "message") ?? message.serialized()[...]
+        // The message stays text, checked by the envelope: parsed if a handler reads `data`, copied if one
+        // reads `rawData`.
         actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
-                                              name: Self.eventName(of: message, keys: eventNameKeys),
-                                              data: message, arguments: nil, rawSlice: raw, ackToken: nil)))
+                                              name: members.picked ?? ActionCableDialect.fallbackEventName,
+                                              jsonSlice: message)))
     }
 
-    /// The first of `keys` that is a non-empty string member of `message`, else `"message"`. One pass over
-    /// the message's few members, comparing names, instead of hashing every key to look it up (most
-    /// broadcasts have none of them, so every lookup would miss).
-    static func eventName(of message: JSONValue, keys: [String]) -> String {
-        guard case .object(let members) = message, !keys.isEmpty else { return ActionCableDialect.fallbackEventName }
-        var best: (rank: Int, name: String)?
-        for (key, value) in members {
-            guard case .string(let name) = value, !name.isEmpty,
-                  let rank = keys.firstIndex(of: key), rank < (best?.rank ?? keys.count) else { continue }
-            best = (rank, name)
+    /// The `identifier` string of a frame, from its text as the server wrote it: the decoded string of a
+    /// text seen before, else decoded now (and remembered when it names a subscription). Rails writes an
+    /// identifier with escapes, so this saves decoding it on every broadcast. `nil` when it is not a string.
+    private mutating func identifier(fromRaw raw: Substring, in members: JSONEnvelope) -> String? {
+        if let known = decodedIdentifiers[raw] { return known }
+        guard let identifier = members["identifier"]?.stringValue else { return nil }
+        if subscriptions[identifier] != nil {
+            // Decoding is a function of the text, so an entry is never wrong, only unused once its
+            // subscription is gone: start over when there are more than the subscriptions can use.
+            if decodedIdentifiers.count >= subscriptions.count + 8 { decodedIdentifiers = [:] }
+            decodedIdentifiers[Substring(String(raw))] = identifier  // its own copy, not a slice of the frame
         }
-        return best?.name ?? ActionCableDialect.fallbackEventName
+        return identifier
     }
 
     // MARK: Commands

@@ -4,10 +4,12 @@ import RealtimeCore
 /// The JSON parser on arbitrary bytes: it parses or throws `.invalidJSON` with an offset inside the
 /// input; what parses serializes and parses back to the same value, is accepted by Foundation too (ours
 /// is the stricter parser), and obeys a tighter depth limit exactly as documented. The envelope parse the
-/// dialects use agrees with it on every input: the same value or the same error.
+/// dialects use agrees with it on every input: the same value or the same error, and so do the values it
+/// only checks without building them.
 enum JSONFuzz {
     static func check(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
         try checkEnvelope(bytes)
+        try checkDeferred(bytes)
         let parsed: JSONValue
         do {
             parsed = try JSONValue.parse(bytes)
@@ -75,6 +77,37 @@ enum JSONFuzz {
             case (.failure(let error), .success):
                 throw FuzzFailure("the envelope accepted what the parser refused: \(error.message)")
             }
+        }
+    }
+
+    /// Values that are checked but not built (deferred envelope members) are accepted exactly when the
+    /// parser accepts them and read back as the parser reads them, and a pick finds what a lookup in the
+    /// parsed value finds. The input becomes the value of a member, so any text reaches the checking path,
+    /// at the default depth limit and at 1.
+    private static func checkDeferred(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        let wrapped = #"{"a":1,"k":"# + text + "}"
+        // ASCII keys are compared as bytes; a non-ASCII key makes every name compare as a string.
+        let picks = [JSONEnvelope.Pick(member: "k", keys: ["event", "a", "", "b"]),
+                     JSONEnvelope.Pick(member: "k", keys: ["a", "\u{E9}", "K", "b"])]
+        for (limits, pick) in [(JSONLimits.default, picks[0]), (.default, picks[1]), (JSONLimits(maximumDepth: 1), picks[0])] {
+            var scratch = JSONParseScratch()
+            let full = try? JSONValue.parse(wrapped, limits: limits)
+            let deferred = try? JSONEnvelope(parsing: wrapped, limits: limits, deferring: ["a", "k"], pick: pick,
+                                             scratch: &scratch)
+            guard case .object(let object)? = full else {
+                try require(deferred == nil, "a deferred envelope accepted what the parser refused")
+                continue
+            }
+            guard let deferred else { throw FuzzFailure("a deferred envelope refused what the parser accepted") }
+            try require(deferred["k"] == object["k"] && deferred.document == .object(object),
+                        "a deferred envelope reads another value than the parser")
+            let expected = pick.keys.lazy.compactMap { key -> String? in
+                guard case .string(let name)? = object["k"]?.objectValue?[key], !name.isEmpty else { return nil }
+                return name
+            }.first
+            try require(deferred.picked == expected,
+                        "the pick found \(deferred.picked ?? "nil"), a lookup \(expected ?? "nil")")
         }
     }
 

@@ -207,6 +207,11 @@ struct ActionCableMachineTests {
               (#"{"event":{"name":"x"}}"#, "message"),
               (#"{"data":{"event":"nested"}}"#, "message"),             // nested members do not count
               (#"{"text":"hi"}"#, "message"),
+              (#"{"event":"a","event":"b"}"#, "b"),                      // a repeated name: the last one, as in data
+              (#"{"event":"a","event":1,"type":"t"}"#, "t"),
+              (#"{"\u0065vent":"escaped"}"#, "escaped"),                 // names are compared decoded
+              (#"{"data":{"event":"n","x":[{"type":"m"}]},"type":"t"}"#, "t"),
+              (#"{"event":"caf\u00e9 \"ok\""}"#, "café \"ok\""),
               (#""order-updated""#, "message"),                         // a string broadcast is not a name
               (#"[{"event":"x"}]"#, "message"),
               ("42", "message"),
@@ -219,6 +224,40 @@ struct ActionCableMachineTests {
         #expect(events.first?.data == (try JSONValue.parse(message)))
         #expect(events.first?.rawData == message)
         #expect(events.first?.channel == echo42)
+    }
+
+    @Test("a broadcast's data is parsed only when read, once, and equals the server's message")
+    func lazyMessage() {
+        let events = Self.broadcastEvents(#"{"event":"e","n":[1,{"deep":true}]}"#)
+        guard let event = events.first else {
+            Issue.record("no event")
+            return
+        }
+        #expect(!event.isPayloadParsed)
+        #expect(event.name == "e")
+        let copy = event
+        #expect(copy.data == ["event": "e", "n": [1, ["deep": true]]])
+        #expect(event.isPayloadParsed)  // the copies share one parse
+        #expect(event.arguments == [event.data])
+    }
+
+    @Test("an identifier is recognised whichever way the server escapes it, before and after it is cached")
+    func identifierSpellings() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        let plain = quoted(echo42ID)
+        let escaped = #""{\u0022channel\u0022:\u0022EchoChannel\u0022,\u0022room_id\u0022:42}""#
+        for identifier in [plain, escaped, plain, escaped] {
+            let events = driver.receive(#"{"identifier":\#(identifier),"message":{"n":1}}"#).delivered
+            #expect(events.map(\.channel) == [echo42])
+        }
+        driver.command(.unsubscribe(echo42))
+        // Both spellings were seen; with the subscription gone, neither delivers.
+        #expect(driver.receive(#"{"identifier":\#(plain),"message":1}"#).delivered.isEmpty)
+        #expect(driver.receive(#"{"identifier":\#(escaped),"message":1}"#).delivered.isEmpty)
+        // An identifier that is not a string is a malformed broadcast, reported.
+        #expect(driver.receive(#"{"identifier":42,"message":1}"#).reported.map(\.code) == [.protocolViolation])
     }
 
     @Test("eventNameKeys replaces the default order; [] names every broadcast \"message\"")

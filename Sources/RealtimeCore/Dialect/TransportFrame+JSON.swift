@@ -18,13 +18,14 @@ extension TransportFrame {
 
 extension TransportFrame {
     /// `jsonDocument(from:)` for dialects that read a few top-level members: the same errors, no dictionary
-    /// for the top-level object (see ``JSONEnvelope``).
-    package func jsonEnvelope(from peer: String, scratch: inout JSONParseScratch) throws(RealtimeError) -> JSONEnvelope {
+    /// for the top-level object, and the members in `deferred` checked but left as text (see ``JSONEnvelope``).
+    package func jsonEnvelope(from peer: String, deferring deferred: [String] = [], pick: JSONEnvelope.Pick? = nil,
+                              scratch: inout JSONParseScratch) throws(RealtimeError) -> JSONEnvelope {
         guard case .text(let text) = self else {
             throw RealtimeError(.protocolViolation, "\(peer) sent a binary frame")
         }
         do {
-            return try JSONEnvelope(parsing: text, scratch: &scratch)
+            return try JSONEnvelope(parsing: text, deferring: deferred, pick: pick, scratch: &scratch)
         } catch {
             throw RealtimeError(.invalidJSON, "\(peer) sent a frame that is not JSON",
                                 context: .init(offset: error.context.offset, detail: String(text.prefix(120))))

@@ -8,7 +8,8 @@ import Foundation
 /// - Socket.IO: `name` is the event name, `arguments` the values after it with binary attachments
 ///   restored as `.binary`, `data` the first argument (or `.null`); `ack` is set when the server asked for
 ///   an acknowledgement.
-/// - Action Cable: `name` is `"message"` (or the dialect's synthetic names), `data` the `message` value.
+/// - Action Cable: `name` is read from the message by the dialect's `eventNameKeys` (`"message"` when none
+///   names it), `data` the `message` value, parsed on first read like Pusher's, `rawData` its text.
 public struct RealtimeEvent: Sendable {
     /// The channel it arrived on; `nil` for connection-level events.
     public var channel: ChannelID? {
@@ -23,7 +24,7 @@ public struct RealtimeEvent: Sendable {
     /// the text is parsed the first time `data` or `arguments` is read, once however many handlers and
     /// threads read it, and an event nobody reads is never parsed.
     public var data: JSONValue {
-        get { box.fields.lazyData?.value ?? box.fields.storedData }
+        get { box.fields.lazyData.map { box.fields.parse($0) } ?? box.fields.storedData }
         set {
             let arguments = self.arguments  // as they were: a stored `[data]` would not follow `data` either
             update {
@@ -37,7 +38,7 @@ public struct RealtimeEvent: Sendable {
         get { box.fields.storedArguments ?? [data] }
         set {
             update {
-                if let lazyData = $0.lazyData { $0.storedData = lazyData.value }
+                if let lazyData = $0.lazyData { $0.storedData = $0.parse(lazyData) }
                 $0.lazyData = nil
                 $0.storedArguments = newValue
             }
@@ -48,6 +49,9 @@ public struct RealtimeEvent: Sendable {
         get { box.fields.rawData ?? box.fields.rawSlice.map(String.init) }
         set {
             update {
+                // `data` may still be waiting to be parsed from the text being replaced.
+                if let lazyData = $0.lazyData { $0.storedData = $0.parse(lazyData) }
+                $0.lazyData = nil
                 $0.rawData = newValue
                 $0.rawSlice = nil
             }
@@ -89,8 +93,20 @@ public struct RealtimeEvent: Sendable {
         var dialectMetadata: [String: String] = [:]
         var ackToken: AckToken?
         var ack: AckResponder?
-        /// The JSON text `data` is parsed from on first read.
-        var lazyData: LazyJSON?
+        /// Set when `data` is the JSON text in `rawData` or `rawSlice`, parsed on first read and kept here.
+        /// The parse happens under the lock so that concurrent first readers parse once.
+        var lazyData: Locked<JSONValue?>?
+
+        /// The payload text parsed, or a `.string` of it when it is not JSON.
+        func parse(_ lazyData: Locked<JSONValue?>) -> JSONValue {
+            lazyData.withLock { parsed in
+                if let parsed { return parsed }
+                let text = rawSlice ?? rawData.map { $0[...] } ?? ""
+                let value = (try? JSONValue.parse(text.utf8)) ?? .string(String(text))
+                parsed = value
+                return value
+            }
+        }
     }
 
     private final class Box: Sendable {
@@ -124,38 +140,24 @@ public struct RealtimeEvent: Sendable {
     @_spi(DialectAuthoring) public init(channel: ChannelID?, name: String, json text: String,
                                         ackToken: AckToken? = nil) {
         box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawData: text,
-                         ackToken: ackToken, lazyData: LazyJSON(text)))
+                         ackToken: ackToken, lazyData: Locked(nil)))
+    }
+
+    /// `init(channel:name:json:ackToken:)` for JSON text that is a slice of what arrived (Action Cable's
+    /// `message`): neither parsed nor copied until read.
+    package init(channel: ChannelID?, name: String, jsonSlice text: Substring, ackToken: AckToken? = nil) {
+        box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawSlice: text,
+                         ackToken: ackToken, lazyData: Locked(nil)))
     }
 
     /// Whether `data` is at hand without a parse: false only for JSON text no one has read yet.
     package var isPayloadParsed: Bool {
-        box.fields.lazyData?.isParsed ?? true
+        box.fields.lazyData?.withLock { $0 != nil } ?? true
     }
 
     /// Decodes `data` into `T` with `JSONDecoder`.
     public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
         try data.decode(type, decoder: decoder)
-    }
-}
-
-/// JSON text parsed on first read and kept, shared by the copies of an event.
-final class LazyJSON: Sendable {
-    let text: String
-    /// The parse happens under the lock so that concurrent first readers parse once.
-    private let parsed = Locked<JSONValue?>(nil)
-
-    init(_ text: String) { self.text = text }
-
-    var isParsed: Bool { parsed.withLock { $0 != nil } }
-
-    /// The parsed text, or a `.string` of it when it is not JSON.
-    var value: JSONValue {
-        parsed.withLock { parsed in
-            if let parsed { return parsed }
-            let value = (try? JSONValue.parse(text)) ?? .string(text)
-            parsed = value
-            return value
-        }
     }
 }
 

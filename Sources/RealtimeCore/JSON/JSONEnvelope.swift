@@ -9,7 +9,8 @@
 package struct JSONEnvelope: Sendable {
     package struct Member: Sendable {
         package var name: String
-        package var value: JSONValue
+        /// `nil` for a member the envelope was told to defer: its text was checked, and is parsed when read.
+        package var value: JSONValue?
         /// UTF-8 offsets of the value's text in ``JSONEnvelope/text``.
         package var range: Range<Int>
     }
@@ -27,23 +28,48 @@ package struct JSONEnvelope: Sendable {
         try self.init(parsing: text, limits: limits, scratch: &scratch)
     }
 
-    /// Parses `text`, with the parser's stacks kept in `scratch` between calls.
-    package init(parsing text: String, limits: JSONLimits = .default,
-                 scratch: inout JSONParseScratch) throws(RealtimeError) {
+    /// A string to find inside a deferred member's object while it is checked, so that it need not be
+    /// parsed: the first of `keys` that names a non-empty string member of the object.
+    package struct Pick: Sendable {
+        package let member: String
+        package let keys: [String]
+        /// `keys` in UTF-8, to compare names without making strings of them; `nil` when a key is not ASCII,
+        /// since such a key can equal a name spelled with other bytes (canonical equivalence).
+        let keyBytes: [[UInt8]]?
+        package init(member: String, keys: [String]) {
+            self.member = member
+            self.keys = keys
+            self.keyBytes = keys.allSatisfy { $0.utf8.allSatisfy { $0 < 0x80 } } ? keys.map { Array($0.utf8) } : nil
+        }
+    }
+
+    /// What ``Pick`` found: the value of the first of its `keys` whose member of the deferred member's object
+    /// (the last one, when a name repeats) is a non-empty string; `nil` when there is none, when the
+    /// member is not an object, or when no pick was asked for.
+    package let picked: String?
+
+    /// Parses `text`, with the parser's stacks kept in `scratch` between calls. The values of top-level
+    /// members named in `deferred` are checked but not built: reading one parses its text (for a payload
+    /// that is handed on as text and parsed only if someone reads it). `pick` names one of them to read a
+    /// string from on the way.
+    package init(parsing text: String, limits: JSONLimits = .default, deferring deferred: [String] = [],
+                 pick: Pick? = nil, scratch: inout JSONParseScratch) throws(RealtimeError) {
         var utf8 = text
-        let members = utf8.withUTF8 { bytes in
+        let parsed = utf8.withUTF8 { bytes in
             var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
             swap(&parser.scratch, &scratch)
             defer { swap(&parser.scratch, &scratch) }
-            return try? parser.parseTopLevelMembers()
+            return try? parser.parseTopLevelMembers(deferring: deferred, pick: pick)
         }
         self.text = text
-        if let members {
-            self.members = members
+        if let parsed {
+            self.members = parsed.members
+            self.picked = parsed.picked
             self.nonObject = .null
         } else {
             // Not an object, or not JSON: the full parser gives the value or the canonical error.
             self.members = nil
+            self.picked = nil
             self.nonObject = try JSONValue.parse(text, limits: limits)
         }
     }
@@ -52,8 +78,21 @@ package struct JSONEnvelope: Sendable {
     /// `nil` when there is none or the document is not an object.
     package subscript(name: String) -> JSONValue? {
         guard let members else { return nil }
-        for member in members.reversed() where member.name == name { return member.value }
+        for member in members.reversed() where member.name == name { return value(of: member) }
         return nil
+    }
+
+    private func value(of member: Member) -> JSONValue {
+        if let value = member.value { return value }
+        // Checked with the document's limits one level down, so it parses; `.null` is unreachable.
+        return (try? JSONValue.parse(slice(member.range).utf8)) ?? .null
+    }
+
+    private func slice(_ range: Range<Int>) -> Substring {
+        let utf8 = text.utf8
+        let start = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
+        let end = utf8.index(start, offsetBy: range.count)
+        return text[start..<end]
     }
 
     /// The text of member `name`'s value exactly as the server wrote it.
@@ -64,10 +103,7 @@ package struct JSONEnvelope: Sendable {
     /// `rawText(of:)` as a slice of ``text``, without a copy.
     package func rawSlice(of name: String) -> Substring? {
         guard let member = members?.last(where: { $0.name == name }) else { return nil }
-        let utf8 = text.utf8
-        let start = utf8.index(utf8.startIndex, offsetBy: member.range.lowerBound)
-        let end = utf8.index(start, offsetBy: member.range.count)
-        return text[start..<end]
+        return slice(member.range)
     }
 
     /// Whether the document is an object.
@@ -77,7 +113,7 @@ package struct JSONEnvelope: Sendable {
     package var document: JSONValue {
         guard let members else { return nonObject }
         var object: [String: JSONValue] = [:]
-        for member in members { object[member.name] = member.value }
+        for member in members { object[member.name] = value(of: member) }
         return .object(object)
     }
 }

@@ -89,6 +89,8 @@ extension JSONValue {
 package struct JSONParseScratch: Sendable {
     fileprivate var containers: [JSONParser.Container] = []
     fileprivate var elements: [JSONValue] = []
+    /// Whether each container open in a value being checked (not built) is an object.
+    fileprivate var openKinds: [Bool] = []
     static let retainedElements = 256
     static let retainedContainers = 32
 
@@ -156,13 +158,18 @@ struct JSONParser {
 
     /// The members of a top-level object in document order, each with the byte range of its value's text;
     /// `nil` when the document is not an object. Values, limits and the end of input are checked as
-    /// `parseDocument` checks them, but no dictionary is built for the top level.
-    mutating func parseTopLevelMembers() throws(RealtimeError) -> [JSONEnvelope.Member]? {
+    /// `parseDocument` checks them, but no dictionary is built for the top level, and the value of a member
+    /// named in `deferred` is only checked, not built (its `value` is `nil`). When such a member is named
+    /// `pick.member`, `picked` is what ``JSONEnvelope/picked`` documents.
+    mutating func parseTopLevelMembers(
+        deferring deferred: [String], pick: JSONEnvelope.Pick?
+    ) throws(RealtimeError) -> (members: [JSONEnvelope.Member], picked: String?)? {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
         guard maximumDepth > 0 else { throw depthError() }
         index += 1
         var members: [JSONEnvelope.Member] = []
+        var picked: String?
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -174,8 +181,17 @@ struct JSONParser {
             while true {
                 skipWhitespace()
                 let start = index
-                let value = try parseValueTree()
-                members.append(JSONEnvelope.Member(name: name, value: value, range: start..<index))
+                if deferred.contains(name) {
+                    if let pick, pick.member == name {
+                        picked = try skipValueTree(picking: pick)  // a repeated name: the last one wins
+                    } else {
+                        _ = try skipValueTree(picking: nil)
+                    }
+                    members.append(JSONEnvelope.Member(name: name, value: nil, range: start..<index))
+                } else {
+                    let value = try parseValueTree()
+                    members.append(JSONEnvelope.Member(name: name, value: value, range: start..<index))
+                }
                 skipWhitespace()
                 guard index < bytes.count else {
                     throw error("unexpected end of input, expected ',' or '}' after object member")
@@ -196,7 +212,7 @@ struct JSONParser {
         if index < bytes.count {
             throw error("expected end of input after the top-level value, found \(describe(bytes[index]))")
         }
-        return members
+        return (members, picked)
     }
 
     /// The byte offset the parser has reached.
@@ -300,22 +316,154 @@ struct JSONParser {
         }
     }
 
+    /// Checks the value at the index exactly as `parseValueTree` does and moves past it, building nothing:
+    /// for members a dialect keeps as text and parses only if someone reads them. With `pick`, when the
+    /// value is an object, returns the first of the pick's keys whose member (the last one, when a name
+    /// repeats) is a non-empty string: only those strings are built.
+    private mutating func skipValueTree(picking pick: JSONEnvelope.Pick?) throws(RealtimeError) -> String? {
+        var openKinds: [Bool] = []  // isObject, per open container
+        swap(&openKinds, &scratch.openKinds)
+        defer {
+            openKinds.removeAll(keepingCapacity: true)
+            if openKinds.capacity <= JSONParseScratch.retainedContainers { swap(&openKinds, &scratch.openKinds) }
+        }
+        var candidates: [String?] = []  // by rank in `keys`, made when a member is first named by one
+        var pendingRank = -1  // the rank of the member whose value comes next, when `keys` names it
+
+        /// Reads a member name of the value's own object, noting its rank in `keys`. An ASCII name without
+        /// escapes is compared as bytes, so no string is made for it; others compare as strings do.
+        func rankedName(_ parser: inout JSONParser, after what: String) throws(RealtimeError) -> Int {
+            guard let pick else {
+                try parser.skipMemberName(after: what)
+                return -1
+            }
+            try parser.expectMemberNameQuote(after: what)
+            let quote = parser.index
+            let rank: Int?
+            if try !parser.skipString() || pick.keyBytes == nil {
+                let end = parser.index
+                parser.index = quote
+                let name = try parser.parseString()
+                parser.index = end
+                rank = pick.keys.firstIndex(of: name)
+            } else {
+                let name = UnsafeBufferPointer(rebasing: parser.bytes[(quote + 1)..<(parser.index - 1)])
+                rank = pick.keyBytes?.firstIndex { $0.elementsEqual(name) }
+            }
+            try parser.expectMemberNameColon()
+            guard let rank else { return -1 }
+            if candidates.isEmpty { candidates = Array(repeating: nil, count: pick.keys.count) }
+            return rank
+        }
+
+        while true {
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
+            let rank = pendingRank
+            pendingRank = -1
+            if rank >= 0 { candidates[rank] = nil }
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                if rank >= 0 {
+                    let string = try parseString()
+                    if !string.isEmpty { candidates[rank] = string }
+                } else {
+                    try skipString()
+                }
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                guard openKinds.count < maximumDepth else { throw depthError() }
+                let isObject = bytes[index] == UInt8(ascii: "{")
+                index += 1
+                skipWhitespace()
+                if index < bytes.count, bytes[index] == UInt8(ascii: isObject ? "}" : "]") {
+                    index += 1
+                } else {
+                    if isObject {
+                        if openKinds.isEmpty {
+                            pendingRank = try rankedName(&self, after: "'{'")
+                        } else {
+                            try skipMemberName(after: "'{'")
+                        }
+                    }
+                    openKinds.append(isObject)
+                    continue
+                }
+            case UInt8(ascii: "t"):
+                try expectLiteral("true")
+            case UInt8(ascii: "f"):
+                try expectLiteral("false")
+            case UInt8(ascii: "n"):
+                try expectLiteral("null")
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                _ = try parseNumber()  // builds no storage; it still rejects what is out of range
+            case let byte:
+                throw error("expected a value, found \(describe(byte))")
+            }
+
+            // Close the containers whose ends follow.
+            while true {
+                guard let isObject = openKinds.last else {
+                    return candidates.first { $0 != nil } ?? nil
+                }
+                skipWhitespace()
+                guard index < bytes.count else {
+                    throw error(isObject
+                        ? "unexpected end of input, expected ',' or '}' after object member"
+                        : "unexpected end of input, expected ',' or ']' after array element")
+                }
+                let byte = bytes[index]
+                index += 1
+                if byte == UInt8(ascii: ",") {
+                    if isObject {
+                        if openKinds.count == 1 {
+                            pendingRank = try rankedName(&self, after: "','")
+                        } else {
+                            try skipMemberName(after: "','")
+                        }
+                    }
+                    break
+                }
+                guard byte == UInt8(ascii: isObject ? "}" : "]") else {
+                    throw error(isObject
+                        ? "expected ',' or '}' after object member, found \(describe(byte))"
+                        : "expected ',' or ']' after array element, found \(describe(byte))", at: index - 1)
+                }
+                openKinds.removeLast()
+            }
+        }
+    }
+
     /// Reads `"name" :` and leaves the index at the member's value.
     private mutating func parseMemberName(after what: String) throws(RealtimeError) -> String {
+        try expectMemberNameQuote(after: what)
+        let name = try parseString()
+        try expectMemberNameColon()
+        return name
+    }
+
+    /// `parseMemberName` for a value that is only checked.
+    private mutating func skipMemberName(after what: String) throws(RealtimeError) {
+        try expectMemberNameQuote(after: what)
+        try skipString()
+        try expectMemberNameColon()
+    }
+
+    private mutating func expectMemberNameQuote(after what: String) throws(RealtimeError) {
         skipWhitespace()
         guard index < bytes.count else { throw error("unexpected end of input, expected a string member name after \(what)") }
         guard bytes[index] == UInt8(ascii: "\"") else {
             let closing = what == "'{'" ? " or '}'" : ""
             throw error("expected a string member name\(closing) after \(what), found \(describe(bytes[index]))")
         }
-        let name = try parseString()
+    }
+
+    private mutating func expectMemberNameColon() throws(RealtimeError) {
         skipWhitespace()
         guard index < bytes.count else { throw error("unexpected end of input, expected ':' after object member name") }
         guard bytes[index] == UInt8(ascii: ":") else {
             throw error("expected ':' after object member name, found \(describe(bytes[index]))")
         }
         index += 1
-        return name
     }
 
     @inline(__always)
@@ -359,6 +507,39 @@ struct JSONParser {
             if byte < 0x80 {
                 index += 1
             } else {
+                try skipUTF8Sequence()
+            }
+        }
+        throw error("unexpected end of input inside a string, expected '\"'")
+    }
+
+    /// Checks a string starting at its opening quote as `parseString` does, without building it; the
+    /// index ends after the closing quote. Returns whether its text is plain ASCII without escapes, the
+    /// same bytes as its value.
+    @discardableResult
+    private mutating func skipString() throws(RealtimeError) -> Bool {
+        index += 1
+        var decoded: (UInt32, UInt32) = (0, 0)  // room for one decoded escape (at most 4 bytes)
+        var isPlainASCII = true
+        while index < bytes.count {
+            skipPlainText()
+            guard index < bytes.count else { break }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return isPlainASCII
+            }
+            if byte == UInt8(ascii: "\\") {
+                isPlainASCII = false
+                _ = try withUnsafeMutableBytes(of: &decoded) { (room) throws(RealtimeError) in
+                    try decodeEscape(into: room.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            } else if byte < 0x20 {
+                throw controlCharacterError(byte)
+            } else if byte < 0x80 {
+                index += 1
+            } else {
+                isPlainASCII = false
                 try skipUTF8Sequence()
             }
         }
