@@ -106,7 +106,7 @@
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
-        let envelope: JSONEnvelope
+        var envelope: JSONEnvelope
         do {
             envelope = try frame.jsonEnvelope(from: "Action Cable", deferring: Self.deferredMembers, pick: eventNamePick,
                                               scratch: &scratch)
@@ -114,6 +114,7 @@
             actions.append(.reportError(error))
             return
         }
+        defer { envelope.recycle(into: &scratch) }
         guard envelope.isObject else {
             actions.append(.reportError(RealtimeError(.protocolViolation, "Action Cable sent a frame that is not an object",
                                                       context: .init(serverPayload: envelope.document))))

@@ -99,13 +99,14 @@ import Foundation
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
-        let envelope: JSONEnvelope
+        var envelope: JSONEnvelope
         do {
             envelope = try frame.jsonEnvelope(from: vendor.name, scratch: &scratch)
         } catch {
             actions.append(.reportError(error))
             return
         }
+        defer { envelope.recycle(into: &scratch) }
         guard let event = envelope["event"]?.stringValue else {
             actions.append(.reportError(RealtimeError(.protocolViolation, "\(vendor.name) sent a frame without an event name",
                                                       context: .init(serverPayload: envelope.document))))

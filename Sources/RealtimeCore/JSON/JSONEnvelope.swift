@@ -18,7 +18,7 @@ package struct JSONEnvelope: Sendable {
     /// The JSON text, as received.
     package let text: String
     /// The top-level object's members; `nil` when the document is not an object.
-    package let members: [Member]?
+    package private(set) var members: [Member]?
     /// The document when it is not an object.
     private let nonObject: JSONValue
 
@@ -104,6 +104,14 @@ package struct JSONEnvelope: Sendable {
     package func rawSlice(of name: String) -> Substring? {
         guard let member = members?.last(where: { $0.name == name }) else { return nil }
         return slice(member.range)
+    }
+
+    /// Gives the members' storage to `scratch` for the next envelope parsed with it, so that a dialect
+    /// parsing frame after frame allocates it once; the envelope reads as not an object afterwards.
+    package mutating func recycle(into scratch: inout JSONParseScratch) {
+        guard var taken = members else { return }
+        members = nil  // `taken` is now the only reference, so its room can be kept without a copy
+        scratch.keep(members: &taken)
     }
 
     /// Whether the document is an object.

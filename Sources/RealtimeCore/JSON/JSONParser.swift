@@ -91,10 +91,20 @@ package struct JSONParseScratch: Sendable {
     fileprivate var elements: [JSONValue] = []
     /// Whether each container open in a value being checked (not built) is an object.
     fileprivate var openKinds: [Bool] = []
+    /// The storage of the last envelope's members, handed back by ``JSONEnvelope/recycle(into:)``.
+    fileprivate var members: [JSONEnvelope.Member] = []
+    static let retainedMembers = 16
     static let retainedElements = 256
     static let retainedContainers = 32
 
     package init() {}
+
+    /// Keeps an envelope's member storage, emptied, for the next envelope.
+    mutating func keep(members: inout [JSONEnvelope.Member]) {
+        guard members.capacity <= Self.retainedMembers else { return }
+        members.removeAll(keepingCapacity: true)
+        swap(&members, &self.members)
+    }
 
     fileprivate mutating func keep(containers: inout [JSONParser.Container], elements: inout [JSONValue]) {
         if containers.capacity <= Self.retainedContainers {
@@ -169,12 +179,13 @@ struct JSONParser {
         guard maximumDepth > 0 else { throw depthError() }
         index += 1
         var members: [JSONEnvelope.Member] = []
+        swap(&members, &scratch.members)  // empty, with the room the last envelope had
         var picked: String?
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
         } else {
-            members.reserveCapacity(4)
+            if members.capacity == 0 { members.reserveCapacity(4) }
             maximumDepth -= 1  // the top-level object is one level of nesting
             defer { maximumDepth += 1 }
             var name = try parseMemberName(after: "'{'")
