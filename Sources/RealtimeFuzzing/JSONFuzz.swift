@@ -10,6 +10,7 @@ enum JSONFuzz {
     static func check(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
         try checkEnvelope(bytes)
         try checkDeferred(bytes)
+        try checkArrayHead(bytes)
         let parsed: JSONValue
         do {
             parsed = try JSONValue.parse(bytes)
@@ -108,6 +109,35 @@ enum JSONFuzz {
             }.first
             try require(deferred.picked == expected,
                         "the pick found \(deferred.picked ?? "nil"), a lookup \(expected ?? "nil")")
+        }
+    }
+
+    /// `JSONValue.firstElement(ofArray:)` (Socket.IO events) accepts an array exactly when the parser does,
+    /// with the same first element, and reads no other document; the input is tried alone and as the
+    /// elements after a name, so any text reaches the path that checks without building.
+    private static func checkArrayHead(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        for candidate in [text, #"["e","# + text + "]"] {
+            var scratch = JSONParseScratch()
+            let full = try? JSONValue.parse(candidate)
+            let head = Result(catching: { () throws(RealtimeError) in
+                try JSONValue.firstElement(ofArray: candidate[...].utf8, scratch: &scratch)
+            })
+            switch (full, head) {
+            case (.array(let elements)?, .success(let first?)):
+                try require(first == elements.first, "the array head reads another first element than the parser")
+            case (.array?, _):
+                throw FuzzFailure("the array head refused or missed an array the parser accepted")
+            case (_?, .success(nil)):
+                continue  // another kind of document: not an array, nothing read
+            case (_?, _):
+                throw FuzzFailure("the array head took a document that is not an array for one")
+            case (nil, .success(let first)):
+                let opensArray = candidate.drop { " \t\n\r".contains($0) }.first == "["
+                try require(first == nil && !opensArray, "the array head accepted an array the parser refused")
+            case (nil, .failure):
+                continue
+            }
         }
     }
 

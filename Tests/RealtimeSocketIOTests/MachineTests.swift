@@ -285,6 +285,29 @@ struct MachineEventTests {
         #expect(bare.arguments.isEmpty)
     }
 
+    @Test("an event's arguments are parsed when first read, once for every copy; changes keep them")
+    func argumentsAreParsedWhenRead() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/chat"])
+        var event = try #require(harness.receive(#"42/chat,7["tick",{"n":[1,{"a":true}]},"x"]"#).delivered.first)
+        #expect(event.name == "tick")
+        #expect(event.ackToken?.id == 7)
+        #expect(!event.isPayloadParsed)
+        let copy = event
+        #expect(copy.arguments == [["n": [1, ["a": true]]], "x"])
+        #expect(event.isPayloadParsed)
+        #expect(event.data == ["n": [1, ["a": true]]])
+        event.rawData = "replaced"  // the parsed arguments stay, though the text they came from is gone
+        #expect(event.arguments == [["n": [1, ["a": true]]], "x"])
+        event.data = 5
+        #expect(event.data == 5 && event.arguments == [["n": [1, ["a": true]]], "x"])
+
+        // A name that is a number, and a payload that is not an event array, as before.
+        #expect(harness.receive(#"42/chat,[42,true]"#).delivered.map(\.arguments) == [[true]])
+        #expect(harness.receive(#"42/chat,[{"no":"name"}]"#).delivered.isEmpty)
+        #expect(harness.receive(#"42/chat,["bad",]"#).delivered.isEmpty)
+    }
+
     @Test func eventsBeforeTheConnectAckAreDeliveredAfterIt() {
         var harness = MachineHarness()
         harness.connect()

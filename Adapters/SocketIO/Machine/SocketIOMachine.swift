@@ -61,6 +61,7 @@ import Foundation
         self.liveness = liveness
         self.decoder = SocketIOPacketDecoder(maximumAttachments: limits.maximumAttachments,
                                              maximumAttachmentBytes: limits.maximumAttachmentBytes)
+        decoder.defersEventArguments = true  // an event's arguments are parsed when a handler reads them
     }
 
     /// The wire name of a channel's namespace: always starts with `/`.
@@ -240,8 +241,17 @@ import Foundation
     /// Delivers an event of a connected namespace (`channel`).
     private mutating func deliverEvent(_ packet: consuming SocketIOPacket, channel: ChannelID,
                                        actions: inout [DialectAction]) {
-        guard let (name, decodedArguments) = packet.takeEventNameAndArguments() else { return }
-        var arguments = decodedArguments
+        // With connection state recovery the offset to take off the arguments is needed now.
+        if packet.id == nil, !recovery.isEmpty, recovery[packet.namespace] != nil { packet.materializeDeferredArguments() }
+        let name: String
+        var arguments: [JSONValue]?  // `nil` while deferred: parsed from the packet's text when read
+        if let deferred = packet.deferredEventName {
+            name = deferred
+        } else {
+            guard let (decodedName, decodedArguments) = packet.takeEventNameAndArguments() else { return }
+            name = decodedName
+            arguments = decodedArguments
+        }
         guard !SocketIODialect.isReserved(name) else {
             actions.append(.reportError(RealtimeError(.protocolViolation,
                                                       "server sent an event with the reserved name \"\(name)\"",
@@ -250,8 +260,8 @@ import Foundation
         }
         // With connection state recovery the server appends an offset to every event without an ack.
         if packet.id == nil, !recovery.isEmpty, recovery[packet.namespace] != nil,
-           case .string(let offset)? = arguments.last {
-            arguments.removeLast()
+           case .string(let offset)? = arguments?.last {
+            arguments?.removeLast()
             recovery[packet.namespace]?.offset = offset
         }
         var token: AckToken?
@@ -267,8 +277,13 @@ import Foundation
                     context: .init(channel: channel))))
             }
         }
-        actions.append(.deliver(RealtimeEvent(channel: channel, name: name, data: arguments.first ?? .null,
-                                              arguments: arguments, rawSlice: packet.rawJSON, ackToken: token)))
+        if let arguments {
+            actions.append(.deliver(RealtimeEvent(channel: channel, name: name, data: arguments.first ?? .null,
+                                                  arguments: arguments, rawSlice: packet.rawJSON, ackToken: token)))
+        } else if let text = packet.rawJSON {
+            actions.append(.deliver(RealtimeEvent(channel: channel, name: name, argumentsAfterNameIn: text,
+                                                  ackToken: token)))
+        }
     }
 
     private mutating func failRequests(of namespace: Namespace, code: RealtimeError.Code,

@@ -26,6 +26,9 @@ package struct SocketIOPacket: Sendable, Hashable {
     /// The JSON text as it arrived (placeholders in place of attachments), a slice of the received text;
     /// `nil` for packets built here.
     package var rawJSON: Substring?
+    /// Set for an EVENT decoded with its arguments deferred (``SocketIOPacketDecoder/defersEventArguments``):
+    /// the event's name, with `payload` left `nil` and `rawJSON` the checked array, parsed when read.
+    package var deferredEventName: String?
 
     package init(kind: Kind, namespace: String = "/", id: Int64? = nil, payload: JSONValue? = nil,
                  rawJSON: Substring? = nil) {
@@ -68,18 +71,29 @@ package struct SocketIOPacket: Sendable, Hashable {
     /// owner (a packet just decoded), the arguments are the same array without its first element, with no
     /// new allocation.
     package mutating func takeEventNameAndArguments() -> (name: String, arguments: [JSONValue])? {
+        materializeDeferredArguments()
         guard kind == .event || kind == .binaryEvent, case .array(var elements)? = payload,
-              let first = elements.first else { return nil }
-        let name: String
-        switch first {
-        case .string(let text): name = text
-        case .integer(let number): name = String(number)
-        case .double(let number): name = "\(number)"
-        default: return nil
-        }
+              let first = elements.first, let name = Self.eventName(first) else { return nil }
         payload = nil  // leaves `elements` the only owner, so removing the name happens in place
         elements.removeFirst()
         return (name, elements)
+    }
+
+    /// Parses deferred arguments into `payload`, for code that needs them now.
+    package mutating func materializeDeferredArguments() {
+        guard deferredEventName != nil, let rawJSON else { return }
+        payload = try? JSONValue.parse(rawJSON.utf8)  // checked when decoded, so it parses
+        deferredEventName = nil
+    }
+
+    /// An event's name from the first element of its array: a string, or a number written as text.
+    static func eventName(_ first: JSONValue) -> String? {
+        switch first {
+        case .string(let text): text
+        case .integer(let number): String(number)
+        case .double(let number): "\(number)"
+        default: nil
+        }
     }
 }
 
@@ -161,6 +175,9 @@ package struct SocketIOPacketHeader: Sendable, Hashable {
 package struct SocketIOPacketDecoder: Sendable {
     package var maximumAttachments: Int
     package var maximumAttachmentBytes: Int
+    /// Whether an EVENT's arguments are checked but left as text (``SocketIOPacket/deferredEventName``), to
+    /// be parsed only if someone reads them. Off by default; the session's machine turns it on.
+    package var defersEventArguments = false
     private var pending: (header: SocketIOPacketHeader, payload: JSONValue, attachments: [Data], bytes: Int)?
     /// The JSON parser's stacks, kept from packet to packet.
     private var scratch = JSONParseScratch()
@@ -192,6 +209,14 @@ package struct SocketIOPacketDecoder: Sendable {
         var payload: JSONValue?
         if let json = header.json {
             do {
+                if defersEventArguments, header.kind == .event,
+                   case let first?? = try JSONValue.firstElement(ofArray: json.utf8, scratch: &scratch),
+                   let name = SocketIOPacket.eventName(first) {
+                    var packet = SocketIOPacket(kind: .event, namespace: header.namespace, id: header.id, rawJSON: json)
+                    packet.deferredEventName = name
+                    return packet
+                }
+                // Not deferred, or not an event array: parsed whole, and `validate` says what is wrong.
                 payload = try JSONValue.parse(json.utf8, scratch: &scratch)
             } catch {
                 throw RealtimeError(.protocolViolation, "Socket.IO packet payload is not JSON",

@@ -7,7 +7,7 @@ import Foundation
 ///   on presence channels.
 /// - Socket.IO: `name` is the event name, `arguments` the values after it with binary attachments
 ///   restored as `.binary`, `data` the first argument (or `.null`); `ack` is set when the server asked for
-///   an acknowledgement.
+///   an acknowledgement. An event without attachments is parsed when `data` or `arguments` is first read.
 /// - Action Cable: `name` is read from the message by the dialect's `eventNameKeys` (`"message"` when none
 ///   names it), `data` the `message` value, parsed on first read like Pusher's, `rawData` its text.
 public struct RealtimeEvent: Sendable {
@@ -20,26 +20,26 @@ public struct RealtimeEvent: Sendable {
         get { box.fields.name }
         set { update { $0.name = newValue } }
     }
-    /// The event's value. When a dialect hands the payload over as JSON text (Pusher's and Bird's `data`),
-    /// the text is parsed the first time `data` or `arguments` is read, once however many handlers and
-    /// threads read it, and an event nobody reads is never parsed.
+    /// The event's value. When a dialect hands the payload over as JSON text (Pusher's `data`, Action
+    /// Cable's `message`, Socket.IO's arguments), the text is parsed the first time `data` or `arguments` is
+    /// read, once however many handlers and threads read it, and an event nobody reads is never parsed.
     public var data: JSONValue {
-        get { box.fields.lazyData.map { box.fields.parse($0) } ?? box.fields.storedData }
+        get { box.fields.currentData }
         set {
             let arguments = self.arguments  // as they were: a stored `[data]` would not follow `data` either
             update {
                 $0.storedArguments = arguments
                 $0.storedData = newValue
                 $0.lazyData = nil
+                $0.lazyArgumentsFollowName = false
             }
         }
     }
     public var arguments: [JSONValue] {
-        get { box.fields.storedArguments ?? [data] }
+        get { box.fields.currentArguments }
         set {
             update {
-                if let lazyData = $0.lazyData { $0.storedData = $0.parse(lazyData) }
-                $0.lazyData = nil
+                $0.materialize()
                 $0.storedArguments = newValue
             }
         }
@@ -49,9 +49,7 @@ public struct RealtimeEvent: Sendable {
         get { box.fields.rawData ?? box.fields.rawSlice.map(String.init) }
         set {
             update {
-                // `data` may still be waiting to be parsed from the text being replaced.
-                if let lazyData = $0.lazyData { $0.storedData = $0.parse(lazyData) }
-                $0.lazyData = nil
+                $0.materialize()  // the payload may still be waiting to be parsed from the text being replaced
                 $0.rawData = newValue
                 $0.rawSlice = nil
             }
@@ -93,16 +91,47 @@ public struct RealtimeEvent: Sendable {
         var dialectMetadata: [String: String] = [:]
         var ackToken: AckToken?
         var ack: AckResponder?
-        /// Set when `data` is the JSON text in `rawData` or `rawSlice`, parsed on first read and kept here.
-        /// The parse happens under the lock so that concurrent first readers parse once.
+        /// Set when the payload is the JSON text in `rawData` or `rawSlice`, parsed on first read and kept
+        /// here. The parse happens under the lock so that concurrent first readers parse once.
         var lazyData: Locked<JSONValue?>?
+        /// The lazy text is a Socket.IO event array: the arguments are its elements after the name, and
+        /// `lazyData` keeps them as an `.array`.
+        var lazyArgumentsFollowName = false
 
-        /// The payload text parsed, or a `.string` of it when it is not JSON.
-        func parse(_ lazyData: Locked<JSONValue?>) -> JSONValue {
+        var currentData: JSONValue {
+            guard let lazyData else { return storedData }
+            let value = parse(lazyData)
+            return lazyArgumentsFollowName ? (value.arrayValue?.first ?? .null) : value
+        }
+
+        var currentArguments: [JSONValue] {
+            if let storedArguments { return storedArguments }
+            if let lazyData, lazyArgumentsFollowName { return parse(lazyData).arrayValue ?? [] }
+            return [currentData]
+        }
+
+        /// Makes the lazy payload stored values, before a change that would not keep it.
+        mutating func materialize() {
+            guard lazyData != nil else { return }
+            if lazyArgumentsFollowName { storedArguments = currentArguments }
+            storedData = currentData
+            lazyData = nil
+            lazyArgumentsFollowName = false
+        }
+
+        /// The payload text parsed (the arguments after the name for a Socket.IO event), or a `.string` of
+        /// the text when it is not JSON.
+        private func parse(_ lazyData: Locked<JSONValue?>) -> JSONValue {
             lazyData.withLock { parsed in
                 if let parsed { return parsed }
                 let text = rawSlice ?? rawData.map { $0[...] } ?? ""
-                let value = (try? JSONValue.parse(text.utf8)) ?? .string(String(text))
+                var value = (try? JSONValue.parse(text.utf8)) ?? .string(String(text))
+                if lazyArgumentsFollowName {
+                    var elements = value.arrayValue ?? []
+                    value = .null  // `elements` is then the array's only owner: the name goes in place
+                    if !elements.isEmpty { elements.removeFirst() }
+                    value = .array(elements)
+                }
                 parsed = value
                 return value
             }
@@ -141,6 +170,13 @@ public struct RealtimeEvent: Sendable {
                                         ackToken: AckToken? = nil) {
         box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawData: text,
                          ackToken: ackToken, lazyData: Locked(nil)))
+    }
+
+    /// A Socket.IO event whose arguments are the elements after the name in `array`, the event's checked
+    /// JSON text: parsed on first read of `data` or `arguments`; `rawData` is `array`.
+    package init(channel: ChannelID?, name: String, argumentsAfterNameIn array: Substring, ackToken: AckToken?) {
+        box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawSlice: array,
+                         ackToken: ackToken, lazyData: Locked(nil), lazyArgumentsFollowName: true))
     }
 
     /// `init(channel:name:json:ackToken:)` for JSON text that is a slice of what arrived (Action Cable's

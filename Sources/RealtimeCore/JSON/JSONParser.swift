@@ -75,6 +75,27 @@ extension JSONValue {
         return try result.get()
     }
 
+    /// The first element of the JSON array in `utf8`, built, with the rest of the document checked as
+    /// `parse` checks it but not built: for a Socket.IO event, whose first element is its name and whose
+    /// arguments are parsed only if someone reads them. `nil` when the document is not an array (nothing
+    /// is read); `.some(nil)` for an empty array. Text that `parse` refuses throws the same error.
+    package static func firstElement(ofArray utf8: Substring.UTF8View, limits: JSONLimits = .default,
+                                     scratch: inout JSONParseScratch) throws(RealtimeError) -> JSONValue?? {
+        var slice = Substring(utf8)
+        let head = slice.withUTF8 { bytes in
+            var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
+            swap(&parser.scratch, &scratch)
+            defer { swap(&parser.scratch, &scratch) }
+            return try? parser.parseArrayHead()
+        }
+        guard let head else {
+            // The canonical error; the json fuzz target checks that a document is never accepted here.
+            guard case .array(let elements) = try parse(utf8, limits: limits, scratch: &scratch) else { return nil }
+            return .some(elements.first)
+        }
+        return head
+    }
+
     /// Parses RFC 8259 JSON from raw UTF-8 bytes. The bytes are only read during the call.
     public static func parse(_ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default) throws(RealtimeError) -> JSONValue {
         var parser = JSONParser(bytes: bytes.bindMemory(to: UInt8.self), maximumDepth: limits.maximumDepth)
@@ -224,6 +245,45 @@ struct JSONParser {
             throw error("expected end of input after the top-level value, found \(describe(bytes[index]))")
         }
         return (members, picked)
+    }
+
+    /// `firstElement(ofArray:)`: `nil` when the document is not an array, else its first element (`nil`
+    /// when empty), with the other elements checked by `skipValueTree`.
+    mutating func parseArrayHead() throws(RealtimeError) -> JSONValue?? {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "[") else { return nil }
+        guard maximumDepth > 0 else { throw depthError() }
+        index += 1
+        var first: JSONValue?
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+        } else {
+            maximumDepth -= 1  // the array is one level of nesting
+            defer { maximumDepth += 1 }
+            first = try parseValueTree()
+            while true {
+                skipWhitespace()
+                guard index < bytes.count else {
+                    throw error("unexpected end of input, expected ',' or ']' after array element")
+                }
+                let byte = bytes[index]
+                index += 1
+                if byte == UInt8(ascii: ",") {
+                    _ = try skipValueTree(picking: nil)
+                    continue
+                }
+                guard byte == UInt8(ascii: "]") else {
+                    throw error("expected ',' or ']' after array element, found \(describe(byte))", at: index - 1)
+                }
+                break
+            }
+        }
+        skipWhitespace()
+        if index < bytes.count {
+            throw error("expected end of input after the top-level value, found \(describe(bytes[index]))")
+        }
+        return .some(first)
     }
 
     /// The byte offset the parser has reached.
