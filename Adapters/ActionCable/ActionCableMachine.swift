@@ -32,6 +32,12 @@
     /// Members kept as text: the message is parsed only if a handler reads it, and the identifier is
     /// decoded only the first time its text is seen (``identifier(fromRaw:in:)``).
     private static let deferredMembers = ["message", "identifier"]
+    /// While handlers read payloads (the engine's hint), the message is parsed with the frame, except in
+    /// one frame of ``payloadProbeInterval``, deferred so that the engine sees whether they still are.
+    private static let deferredIdentifier = ["identifier"]
+    private var payloadsRead = false
+    private var framesUntilProbe = 0
+    static let payloadProbeInterval = 256
 
     /// Subscriptions of the current connection, by identifier.
     private var subscriptions: [String: Subscription] = [:]
@@ -106,10 +112,18 @@
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
+        var defersMessage = true
+        if payloadsRead {
+            framesUntilProbe -= 1
+            defersMessage = framesUntilProbe <= 0
+            if defersMessage { framesUntilProbe = Self.payloadProbeInterval }
+        }
         var envelope: JSONEnvelope
         do {
-            envelope = try frame.jsonEnvelope(from: "Action Cable", deferring: Self.deferredMembers, pick: eventNamePick,
-                                              scratch: &scratch)
+            envelope = defersMessage
+                ? try frame.jsonEnvelope(from: "Action Cable", deferring: Self.deferredMembers, pick: eventNamePick,
+                                         scratch: &scratch)
+                : try frame.jsonEnvelope(from: "Action Cable", deferring: Self.deferredIdentifier, scratch: &scratch)
         } catch {
             actions.append(.reportError(error))
             return
@@ -133,7 +147,7 @@
         case .string("disconnect"):
             disconnect(envelope, actions: &actions)
         case nil, .null?:
-            broadcast(envelope, actions: &actions)
+            broadcast(envelope, messageDeferred: defersMessage, actions: &actions)
         case let other?:
             actions.append(.log(.debug, "ignored an Action Cable frame of type \(other.serialized())"))
         }
@@ -196,7 +210,12 @@
                                                 ? .serverRestart : .serverRequest(reason: reason ?? "disconnect")))
     }
 
-    private mutating func broadcast(_ members: JSONEnvelope, actions: inout [DialectAction]) {
+    public mutating func payloadsAreRead(_ read: Bool) {
+        payloadsRead = read
+        framesUntilProbe = Self.payloadProbeInterval
+    }
+
+    private mutating func broadcast(_ members: JSONEnvelope, messageDeferred: Bool, actions: inout [DialectAction]) {
         guard let rawIdentifier = members.rawSlice(of: "identifier"), let message = members.rawSlice(of: "message"),
               let identifier = identifier(fromRaw: rawIdentifier, in: members) else {
             actions.append(.reportError(RealtimeError(
@@ -208,11 +227,32 @@
             actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
             return
         }
+        guard messageDeferred else {
+            let value = members["message"] ?? .null
+            actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
+                                                  name: Self.eventName(of: value, keys: eventNamePick?.keys ?? []),
+                                                  data: value, arguments: nil, rawSlice: message, ackToken: nil)))
+            return
+        }
         // The message stays text, checked by the envelope: parsed if a handler reads `data`, copied if one
         // reads `rawData`.
         actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
                                               name: members.picked ?? ActionCableDialect.fallbackEventName,
                                               jsonSlice: message)))
+    }
+
+    /// What the pick finds in a deferred message, for a parsed one: the first of `keys` that is a non-empty
+    /// string member of `message`, else `"message"`. One pass over the message's few members, comparing
+    /// names, instead of hashing every key to look it up (most broadcasts have none of them).
+    static func eventName(of message: JSONValue, keys: [String]) -> String {
+        guard case .object(let members) = message, !keys.isEmpty else { return ActionCableDialect.fallbackEventName }
+        var best: (rank: Int, name: String)?
+        for (key, value) in members {
+            guard case .string(let name) = value, !name.isEmpty,
+                  let rank = keys.firstIndex(of: key), rank < (best?.rank ?? keys.count) else { continue }
+            best = (rank, name)
+        }
+        return best?.name ?? ActionCableDialect.fallbackEventName
     }
 
     /// The `identifier` string of a frame, from its text as the server wrote it: the decoded string of a

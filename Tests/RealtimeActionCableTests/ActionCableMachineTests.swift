@@ -186,10 +186,12 @@ struct ActionCableMachineTests {
         #expect(driver.fire(guarantorEcho42).sentTexts == [subscribeEcho42])
     }
 
-    /// The events delivered for one broadcast of `message` (JSON text) on echo42.
-    private static func broadcastEvents(_ message: String, keys: [String] = ActionCableDialect.defaultEventNameKeys)
-        -> [RealtimeEvent] {
+    /// The events delivered for one broadcast of `message` (JSON text) on echo42; `payloadsRead` is the
+    /// engine's hint that handlers read payloads (the message is then parsed with the frame).
+    private static func broadcastEvents(_ message: String, keys: [String] = ActionCableDialect.defaultEventNameKeys,
+                                        payloadsRead: Bool = false) -> [RealtimeEvent] {
         var driver = MachineDriver(eventNameKeys: keys)
+        driver.machine.payloadsAreRead(payloadsRead)
         driver.connected()
         driver.command(.subscribe(echo42))
         return driver.receive(#"{"identifier":\#(quoted(echo42ID)),"message":\#(message)}"#).delivered
@@ -218,12 +220,37 @@ struct ActionCableMachineTests {
               ("null", "message"),
           ])
     func eventNameFromMessage(message: String, name: String) throws {
-        let events = Self.broadcastEvents(message)
-        #expect(events.map(\.name) == [name])
-        // The whole broadcast stays the data, name member included, and rawData is the server's text.
-        #expect(events.first?.data == (try JSONValue.parse(message)))
-        #expect(events.first?.rawData == message)
-        #expect(events.first?.channel == echo42)
+        // The same whether the message is left as text (picked) or parsed with the frame (read).
+        for payloadsRead in [false, true] {
+            let events = Self.broadcastEvents(message, payloadsRead: payloadsRead)
+            #expect(events.map(\.name) == [name])
+            #expect(events.first?.isPayloadParsed == payloadsRead)
+            // The whole broadcast stays the data, name member included, and rawData is the server's text.
+            #expect(events.first?.data == (try JSONValue.parse(message)))
+            #expect(events.first?.rawData == message)
+            #expect(events.first?.channel == echo42)
+        }
+    }
+
+    @Test("while handlers read payloads, messages are parsed with the frame, but for one probe frame in 256")
+    func payloadsReadHint() {
+        var driver = MachineDriver()
+        driver.connected()
+        driver.command(.subscribe(echo42))
+        let frame = #"{"identifier":\#(quoted(echo42ID)),"message":{"event":"e","n":1}}"#
+        #expect(driver.receive(frame).delivered.map(\.isPayloadParsed) == [false])
+        driver.machine.payloadsAreRead(true)
+        var parsed = 0
+        var deferred = 0
+        for _ in 0..<(2 * ActionCableMachine.payloadProbeInterval) {
+            for event in driver.receive(frame).delivered {
+                if event.isPayloadParsed { parsed += 1 } else { deferred += 1 }
+                #expect(event.name == "e" && event.data == ["event": "e", "n": 1])  // read after the count: reading parses
+            }
+        }
+        #expect(deferred == 2 && parsed == 2 * ActionCableMachine.payloadProbeInterval - 2)
+        driver.machine.payloadsAreRead(false)
+        #expect(driver.receive(frame).delivered.map(\.isPayloadParsed) == [false])
     }
 
     @Test("a broadcast's data is parsed only when read, once, and equals the server's message")

@@ -347,6 +347,29 @@ struct SessionEngineTests {
         }
     }
 
+    @Test("the engine tells the dialect when handlers start and stop reading the payloads it defers")
+    func payloadsReadHint() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        let reading = Locked(true)
+        let seen = Locked<[String]>([])
+        for name in ["read", "unread"] {
+            room.on(name) { event in
+                let data = reading.withLock { $0 } ? event.data : .null
+                seen.withLock { $0.append("\(event.name):\(data)") }
+            }
+        }
+        try await harness.session.connect()
+        let frame = #"{"t":"lazy","ch":"room","data":7}"#
+        harness.peers[0].send(text: frame)  // deferred and read: the dialect hears that payloads are read
+        harness.peers[0].send(text: frame)
+        reading.withLock { $0 = false }
+        harness.peers[0].send(text: frame)  // the hint still says read; this one is not, which the dialect hears
+        harness.peers[0].send(text: frame)
+        await eventually { seen.withLock { $0.count } == 4 }
+        #expect(seen.withLock { $0 } == ["unread:7", "read:7", "read:null", "unread:null"])
+    }
+
     @Test("the server's ack request is answered once through event.ack")
     func serverAck() async throws {
         let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })

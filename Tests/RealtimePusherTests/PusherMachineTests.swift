@@ -52,9 +52,11 @@ struct PusherMachineTests {
         #expect(driver.receive(#"{"event":"pusher:pong","data":"{}"}"#).isEmpty)
     }
 
-    @Test("data is double-decoded: JSON strings parse, other strings stay strings, rawData keeps the text")
-    func doubleDecoding() {
+    @Test("data is double-decoded: JSON strings parse, other strings stay strings, rawData keeps the text",
+          arguments: [false, true])
+    func doubleDecoding(payloadsRead: Bool) {
         var driver = PusherDriver()
+        driver.machine.payloadsAreRead(payloadsRead)  // parsed at once, or when read: the same event
         driver.establish()
         let parsed = driver.receive(#"{"event":"e","channel":"c","data":"{\"a\":[1,2]}"}"#).delivered
         #expect(parsed.count == 1)
@@ -68,6 +70,26 @@ struct PusherMachineTests {
         let object = driver.receive(#"{"event":"e","channel":"c","data":{"x":1}}"#).delivered
         #expect(object.first?.data == ["x": 1])
         #expect(object.first?.rawData == #"{"x":1}"#)
+    }
+
+    @Test("while handlers read payloads, data is parsed on arrival, but for one probe event in 256")
+    func payloadsReadHint() {
+        var driver = PusherDriver()
+        driver.establish()
+        let frame = #"{"event":"e","channel":"c","data":"{\"n\":1}"}"#
+        #expect(driver.receive(frame).delivered.map(\.isPayloadParsed) == [false])
+        driver.machine.payloadsAreRead(true)
+        var parsed = 0
+        var deferred = 0
+        for _ in 0..<(2 * PusherMachine.payloadProbeInterval) {
+            for event in driver.receive(frame).delivered {
+                if event.isPayloadParsed { parsed += 1 } else { deferred += 1 }
+                #expect(event.data == ["n": 1] && event.rawData == #"{"n":1}"#)  // after the count: reading parses
+            }
+        }
+        #expect(deferred == 2 && parsed == 2 * PusherMachine.payloadProbeInterval - 2)
+        driver.machine.payloadsAreRead(false)
+        #expect(driver.receive(frame).delivered.map(\.isPayloadParsed) == [false])
     }
 
     @Test("bad frames are reported with typed errors and change nothing")

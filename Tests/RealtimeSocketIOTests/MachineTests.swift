@@ -308,6 +308,26 @@ struct MachineEventTests {
         #expect(harness.receive(#"42/chat,["bad",]"#).delivered.isEmpty)
     }
 
+    @Test("while handlers read payloads, arguments are parsed on arrival, but for one probe packet in 256")
+    func payloadsReadHint() throws {
+        var harness = MachineHarness()
+        harness.connectAndJoin(["/chat"])
+        let packet = #"42/chat,["tick",{"n":1},2]"#
+        #expect(harness.receive(packet).delivered.map(\.isPayloadParsed) == [false])
+        harness.machine.payloadsAreRead(true)
+        var parsed = 0
+        var deferred = 0
+        for _ in 0..<(2 * SocketIOMachine.payloadProbeInterval) {
+            for event in harness.receive(packet).delivered {
+                if event.isPayloadParsed { parsed += 1 } else { deferred += 1 }
+                #expect(event.name == "tick" && event.arguments == [["n": 1], 2])  // read after the count: reading parses
+            }
+        }
+        #expect(deferred == 2 && parsed == 2 * SocketIOMachine.payloadProbeInterval - 2)
+        harness.machine.payloadsAreRead(false)
+        #expect(harness.receive(packet).delivered.map(\.isPayloadParsed) == [false])
+    }
+
     @Test func eventsBeforeTheConnectAckAreDeliveredAfterIt() {
         var harness = MachineHarness()
         harness.connect()

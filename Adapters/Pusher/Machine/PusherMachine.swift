@@ -44,6 +44,11 @@ import Foundation
     private var subscriptions: [String: Subscription] = [:]
     /// The JSON parser's stacks, kept from frame to frame.
     private var scratch = JSONParseScratch()
+    /// While handlers read payloads (the engine's hint), an event's `data` is parsed as it arrives, except in
+    /// one event of ``payloadProbeInterval``, left as text so that the engine sees whether they still are.
+    private var payloadsRead = false
+    private var eventsUntilProbe = 0
+    static let payloadProbeInterval = 256
     /// Channels whose `subscribe` went out and is unanswered, oldest first.
     private var awaitingAnswer: [String] = []
     /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).
@@ -124,10 +129,14 @@ import Foundation
             internalEvent(String(event.dropFirst(vendor.internalPrefix.count)), channel: channel, data: data,
                           raw: rawData, actions: &actions)
         } else {
-            // An app's event: its `data` text is parsed only if a handler reads it (see `decodeData`).
+            // An app's event: its `data` text is parsed only if a handler reads it (see `decodeData`), or at
+            // once while handlers do.
             var received: RealtimeEvent
-            if case .string(let text)? = dataField {
+            if case .string(let text)? = dataField, !parsesPayloadNow() {
                 received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, json: text)
+            } else if case .string(let text)? = dataField {
+                let data = (try? JSONValue.parse(text[...].utf8, scratch: &scratch)) ?? .string(text)
+                received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data, rawData: text)
             } else {
                 let (data, rawData) = Self.decodeData(dataField)
                 received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
@@ -140,6 +149,20 @@ import Foundation
                 actions.append(.deliver(received))
             }
         }
+    }
+
+    public mutating func payloadsAreRead(_ read: Bool) {
+        payloadsRead = read
+        eventsUntilProbe = Self.payloadProbeInterval
+    }
+
+    /// Whether this event's `data` is parsed on arrival: while handlers read payloads, but for a probe.
+    private mutating func parsesPayloadNow() -> Bool {
+        guard payloadsRead else { return false }
+        eventsUntilProbe -= 1
+        guard eventsUntilProbe <= 0 else { return true }
+        eventsUntilProbe = Self.payloadProbeInterval
+        return false
     }
 
     /// `data` is usually a JSON string holding JSON: parse it, and keep the string when it is not JSON.

@@ -23,6 +23,11 @@ import Foundation
     // Across connections.
     private var recovery: [String: RecoverySession] = [:]
     private var workSerial: UInt64 = 0
+    /// The engine's hint that handlers read event payloads: events are then parsed as they arrive, except
+    /// one packet in ``payloadProbeInterval``, deferred so that the engine sees whether they still are.
+    private var payloadsRead = false
+    private var packetsUntilProbe = 0
+    static let payloadProbeInterval = 256
 
     private struct RecoverySession {
         var pid: String
@@ -61,7 +66,8 @@ import Foundation
         self.liveness = liveness
         self.decoder = SocketIOPacketDecoder(maximumAttachments: limits.maximumAttachments,
                                              maximumAttachmentBytes: limits.maximumAttachmentBytes)
-        decoder.defersEventArguments = true  // an event's arguments are parsed when a handler reads them
+        // An event's arguments are parsed when a handler reads them, until the engine says handlers do.
+        decoder.defersEventArguments = true
     }
 
     /// The wire name of a channel's namespace: always starts with `/`.
@@ -148,8 +154,19 @@ import Foundation
             // stray noop over a fresh WebSocket.
             break
         case .message:
+            if payloadsRead {
+                packetsUntilProbe -= 1
+                decoder.defersEventArguments = packetsUntilProbe <= 0
+                if packetsUntilProbe <= 0 { packetsUntilProbe = Self.payloadProbeInterval }
+            }
             if let packet = try decoder.receive(text: payload) { handle(packet, actions: &actions) }
         }
+    }
+
+    public mutating func payloadsAreRead(_ read: Bool) {
+        payloadsRead = read
+        packetsUntilProbe = Self.payloadProbeInterval
+        decoder.defersEventArguments = !read
     }
 
     private mutating func close(reason: String, code: Int, actions: inout [DialectAction]) {

@@ -72,6 +72,8 @@ public protocol RealtimeDialect: Sendable {
 @_spi(DialectAuthoring) extension DialectMachine {
     /// Leaves the request as the dialect built it.
     public mutating func willOpen(_ request: inout ConnectionRequest) {}
+    /// Ignores the hint: this machine does not defer payloads.
+    public mutating func payloadsAreRead(_ read: Bool) {}
 }
 
 extension RealtimeDialect {
@@ -279,6 +281,11 @@ extension RealtimeDialect {
     /// A connection attempt is about to open `request` (built by the dialect). The machine may record it
     /// or change it (Pusher retries over `wss` after a close 4000, "use TLS"). The default does nothing.
     mutating func willOpen(_ request: inout ConnectionRequest)
+    /// Whether the app's handlers read the payloads of the events the machine left as text, as the engine
+    /// saw in the last delivery batch with such an event. A machine that can defer parsing a payload
+    /// (check it, then parse it on first read) parses at once while payloads are read, so a reader pays for
+    /// one parse and not for a check and a parse. The default does nothing.
+    mutating func payloadsAreRead(_ read: Bool)
     /// The connection ended. Reset per-connection state and classify what happens next.
     /// (Whatever the dialect answers, a transport failure with code `.invalidArgument` — a bad URL, `ws://`
     /// to a remote host without the opt-in — is terminal: retrying the same request cannot help.)

@@ -23,6 +23,10 @@ public struct RealtimeEvent: Sendable {
     /// The event's value. When a dialect hands the payload over as JSON text (Pusher's `data`, Action
     /// Cable's `message`, Socket.IO's arguments), the text is parsed the first time `data` or `arguments` is
     /// read, once however many handlers and threads read it, and an event nobody reads is never parsed.
+    /// The text was checked on arrival, so bad JSON is still reported then. While the handlers do read
+    /// payloads, the session has the dialect parse them on arrival instead (one pass, not a check and then
+    /// a parse), and goes back to deferring when they stop: it looks at the last deferred payload of each
+    /// delivery batch, and the dialect defers one event in 256 to keep looking.
     public var data: JSONValue {
         get { box.fields.currentData }
         set {
@@ -185,6 +189,15 @@ public struct RealtimeEvent: Sendable {
         box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawSlice: text,
                          ackToken: ackToken, lazyData: Locked(nil)))
     }
+
+    /// For a payload handed over as text: whether a handler has read it yet; `nil` for a payload that was
+    /// parsed by the dialect. The engine tells the dialect, so that it parses at once for apps that read.
+    package var lazyPayloadWasRead: Bool? {
+        box.fields.lazyData?.withLock { $0 != nil }
+    }
+
+    /// Whether the payload was handed over as text (read or not), without taking its lock.
+    package var hasDeferredPayload: Bool { box.fields.lazyData != nil }
 
     /// Whether `data` is at hand without a parse: false only for JSON text no one has read yet.
     package var isPayloadParsed: Bool {

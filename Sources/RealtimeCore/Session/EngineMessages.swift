@@ -25,6 +25,8 @@ enum EngineInput: Sendable {
     case reconnectNow
     /// Check at once that an open connection is alive (the app came back to the foreground).
     case checkLink
+    /// The handlers started (`true`) or stopped reading the payloads the dialect leaves as text.
+    case payloadsRead(Bool)
 
     /// The operation this input starts, whose caller waits for an answer.
     var startedOperation: OperationID? {
@@ -34,7 +36,7 @@ enum EngineInput: Sendable {
              .custom(_, _, _, let operation):
             operation
         case .disconnect, .subscribe, .unsubscribe, .cancel, .acknowledge, .requestPrepared, .transport, .timer,
-             .workFinished, .networkPath, .reconnectNow, .checkLink:
+             .workFinished, .networkPath, .reconnectNow, .checkLink, .payloadsRead:
             nil
         }
     }

@@ -116,6 +116,7 @@ struct SessionCore: Sendable {
         case .networkPath(let available): networkPathChanged(available: available, effects: &effects)
         case .reconnectNow: reconnectNow(effects: &effects)
         case .checkLink: checkLink(effects: &effects)
+        case .payloadsRead(let read): machine.payloadsAreRead(read)
         }
     }
 

@@ -35,6 +35,9 @@ final class SessionEngine: Sendable {
     /// The callers waiting for an answer, by operation: the core holds only their ids.
     private let completions = Locked(CompletionTable())
     private let io = Locked(IO())
+    /// What the dialect was last told about the handlers reading deferred payloads (`nil`: nothing yet;
+    /// machines start by deferring).
+    private let payloadsRead = Locked<Bool?>(nil)
 
     init(dialect: some RealtimeDialect, transport: any RealtimeTransport, options: SessionOptions) {
         self.dialect = dialect
@@ -231,16 +234,19 @@ final class SessionEngine: Sendable {
         // Changed in place, and only where an acknowledgement is asked for: most batches are handed on as
         // they came, without copying an event.
         var changed = items
+        var lastDeferred: Int?  // the last event whose payload the dialect left as text
         for index in changed.indices {
             guard case .event(let event, let connection, let bytes) = changed[index] else { continue }
             queued.events += 1
             queued.bytes += bytes
+            if event.hasDeferredPayload { lastDeferred = index }
             guard let token = event.ackToken else { continue }
             var answerable = event
             answerable.ack = responder(for: token, on: connection)
             changed[index] = .event(answerable, connection: connection, bytes: bytes)
         }
         let batch = changed
+        let probed = lastDeferred
         let counted = !delivery.isInline && queued.events > 0
         let backlog = queued
         if counted { noteQueued(backlog) }
@@ -254,7 +260,21 @@ final class SessionEngine: Sendable {
                 }
             }
             if counted { self?.noteDelivered(backlog) }
+            // Did the handlers read the last payload the dialect left as text? The dialect then parses at
+            // once, or defers again.
+            if let probed, case .event(let event, _, _) = batch[probed], let read = event.lazyPayloadWasRead {
+                self?.notePayloadsRead(read)
+            }
         }
+    }
+
+    /// Tells the dialect when the handlers start or stop reading deferred payloads; nothing otherwise.
+    private func notePayloadsRead(_ read: Bool) {
+        let changed = payloadsRead.withLock { known in
+            defer { known = read }
+            return known != read
+        }
+        if changed { submit(.payloadsRead(read)) }
     }
 
     /// Answers the server's acknowledgement request `token` once, however often the app calls it.

@@ -12,13 +12,18 @@ import Realtime
 /// to core 0. A Python client runs as a child on core 0, as its library ships, with the same one counting
 /// handler; its CPU over the same span comes from /proc/<pid>/stat (interpreter start-up excluded, all its
 /// threads included). The transport alone is a `WebSocketTransport` counting the same frames (`--raw`
-/// blaster: no dialect handshake). Nothing is pinned on a one-core machine.
+/// blaster: no dialect handshake). Nothing is pinned on a one-core machine. The session runs twice per round:
+/// with a handler that only counts (payloads that nobody reads are never parsed), and with one that reads
+/// `data`, which parses every payload as the Python clients do.
 ///
 /// Options: `--events N` (1,000,000), `--rounds N` (5), `--python-events N` (as `--events`), `--python-rounds N`
 /// (3), `--skip-python`, `--only DIALECT`, `--python PATH`, `--fixtures DIR`, `--quick`, `--json`.
 enum DialectsBenchmark {
     struct Series {
         var session: [TransportBenchmark.Throughput] = []
+        /// The same session whose handler reads each event's `data`, so that it is parsed, as the Python
+        /// clients parse theirs.
+        var reading: [TransportBenchmark.Throughput] = []
         var transport: [TransportBenchmark.Throughput] = []
         var python: [TransportBenchmark.Throughput] = []
     }
@@ -73,9 +78,11 @@ enum DialectsBenchmark {
             for dialect in options.dialects {
                 if let clientCore { Measure.pinProcess(toCore: clientCore) }  // threads started since the last round
                 series[dialect, default: Series()].session.append(try await sessionRound(dialect, events: events))
+                series[dialect]!.reading.append(try await sessionRound(dialect, events: events, readsPayload: true))
                 series[dialect]!.transport.append(try transportRound(dialect, events: events))
                 var progress = "  round \(round + 1)/\(rounds) \(dialect.rawValue): session "
-                    + Format.rate(series[dialect]!.session.last!.perCPUSecond) + "/CPU-s, transport "
+                    + Format.rate(series[dialect]!.session.last!.perCPUSecond) + "/CPU-s, reading payloads "
+                    + Format.rate(series[dialect]!.reading.last!.perCPUSecond) + "/CPU-s, transport "
                     + Format.rate(series[dialect]!.transport.last!.perCPUSecond) + "/CPU-s"
                 if round < pythonRounds, case .run(let name, let script, let extra, _) = plans[dialect]!, let python {
                     do {
@@ -111,6 +118,7 @@ enum DialectsBenchmark {
         }
         out.say("  \(dialect.rawValue):")
         out.say(line("session  ", series.session))
+        out.say(line("session, handler reads the payload", series.reading))
         out.say(line("transport", series.transport))
         var note: String?
         switch plan {
@@ -126,7 +134,9 @@ enum DialectsBenchmark {
         let pythonBest = best(series.python, \.perCPUSecond)
         let pythonMedian = median(series.python, \.perCPUSecond)
         out.say("    session / \(plan.name), per CPU-second: \(Format.ratio(sessionBest / pythonBest)) best, "
-                + "\(Format.ratio(sessionMedian / pythonMedian)) median; transport / session: "
+                + "\(Format.ratio(sessionMedian / pythonMedian)) median; reading payloads: "
+                + "\(Format.ratio(best(series.reading, \.perCPUSecond) / pythonBest)) best, "
+                + "\(Format.ratio(median(series.reading, \.perCPUSecond) / pythonMedian)) median; transport / session: "
                 + "\(Format.ratio(best(series.transport, \.perCPUSecond) / sessionBest)) best, "
                 + "\(Format.ratio(median(series.transport, \.perCPUSecond) / sessionMedian)) median "
                 + String(format: "(the session adds %.2f µs per event over the transport, medians)",
@@ -136,19 +146,24 @@ enum DialectsBenchmark {
             ("events_per_cpu_s", { $0.perCPUSecond }, false), ("events_per_cpu_s_median", { $0.perCPUSecond }, true),
             ("events_per_wall_s", { $0.perSecond }, false), ("events_per_wall_s_median", { $0.perSecond }, true),
         ]
-        for (metric, figure, isMedian) in metrics {
+        let readingMetrics = ["events_per_cpu_s_reading", "events_per_cpu_s_reading_median",
+                              "events_per_wall_s_reading", "events_per_wall_s_reading_median"]
+        for ((metric, figure, isMedian), reading) in zip(metrics, readingMetrics) {
             let pick: (Rounds) -> Double = { isMedian ? median($0, figure) : best($0, figure) }
             out.figure("dialects", dialect.rawValue, metric, pick(series.session),
                        baseline: plan.name, baselineValue: pick(series.python), note: note)
             out.figure("dialects", dialect.rawValue, metric, pick(series.session),
                        baseline: "transport", baselineValue: pick(series.transport))
+            out.figure("dialects", dialect.rawValue, reading, pick(series.reading),
+                       baseline: plan.name, baselineValue: pick(series.python), note: note)
         }
     }
 
     // MARK: Rounds
 
     /// A `RealtimeSession` as an app makes it (its own one-thread event loop, the default delivery queue).
-    static func sessionRound(_ dialect: BenchDialect, events: Int) async throws -> TransportBenchmark.Throughput {
+    static func sessionRound(_ dialect: BenchDialect, events: Int,
+                             readsPayload: Bool = false) async throws -> TransportBenchmark.Throughput {
         let blaster = try ChildProcess(arguments: ["dialects", "blaster", "--dialect", dialect.rawValue,
                                                    "--count", String(events)], core: blasterCore)
         defer { blaster.stop(grace: 2) }
@@ -157,7 +172,13 @@ enum DialectsBenchmark {
         defer { session.disconnect() }
         let handled = Countdown(events)
         let channel = session.channel(dialect.channel)
-        channel.on(dialect.eventName) { _ in _ = handled.tick() }
+        if readsPayload {
+            channel.on(dialect.eventName) { event in
+                if event.data != .null { _ = handled.tick() }  // every blasted event's payload is an object
+            }
+        } else {
+            channel.on(dialect.eventName) { _ in _ = handled.tick() }
+        }
         try await session.connect()
         _ = try await channel.subscribed()
         _ = try blaster.expectLine("READY")

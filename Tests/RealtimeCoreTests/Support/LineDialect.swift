@@ -36,6 +36,8 @@ struct LineDialect: RealtimeDialect {
 }
 
 struct LineMachine: DialectMachine {
+    /// The engine's last hint about handlers reading deferred payloads.
+    var payloadsRead = false
     var requestIDs: [Int64: RequestID] = [:]
     var nextAck: Int64 = 0
     var opened = 0
@@ -72,6 +74,10 @@ struct LineMachine: DialectMachine {
             let ack = json["ack"]?.integerValue.map { AckToken(channel: channel, id: $0) }
             actions.append(.deliver(RealtimeEvent(channel: channel, name: json["name"]?.stringValue ?? "",
                                                   data: json["data"] ?? .null, rawData: text, ackToken: ack)))
+        case "lazy":
+            // `data` handed over as text, parsed on first read; the name says what the engine last hinted.
+            actions.append(.deliver(RealtimeEvent(channel: channel, name: payloadsRead ? "read" : "unread",
+                                                  json: json["data"]?.serialized() ?? "null")))
         case "ack":
             if let id = json["id"]?.integerValue, let request = requestIDs.removeValue(forKey: id) {
                 actions.append(.resolveRequest(request, .success(json["args"]?.arrayValue ?? [])))
@@ -115,6 +121,8 @@ struct LineMachine: DialectMachine {
     }
 
     mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {}
+
+    mutating func payloadsAreRead(_ read: Bool) { payloadsRead = read }
 
     mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>, actions: inout [DialectAction]) {}
 
