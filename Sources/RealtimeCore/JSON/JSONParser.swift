@@ -256,24 +256,8 @@ struct JSONParser {
             while true {
                 skipWhitespace()
                 try element(&self, name)
-                skipWhitespace()
-                guard index < bytes.count else {
-                    throw error(isObject
-                        ? "unexpected end of input, expected ',' or '}' after object member"
-                        : "unexpected end of input, expected ',' or ']' after array element")
-                }
-                let byte = bytes[index]
-                index += 1
-                if byte == UInt8(ascii: ",") {
-                    if isObject { name = try parseMemberName(after: "','") }
-                    continue
-                }
-                guard byte == closing else {
-                    throw error(isObject
-                        ? "expected ',' or '}' after object member, found \(describe(byte))"
-                        : "expected ',' or ']' after array element, found \(describe(byte))", at: index - 1)
-                }
-                break
+                guard try readSeparator(inObject: isObject) else { break }
+                if isObject { name = try parseMemberName(after: "','") }
             }
         }
         skipWhitespace()
@@ -353,29 +337,13 @@ struct JSONParser {
                 } else {
                     elements.append(value)
                 }
-                skipWhitespace()
-                guard index < bytes.count else {
-                    throw error(isObject
-                        ? "unexpected end of input, expected ',' or '}' after object member"
-                        : "unexpected end of input, expected ',' or ']' after array element")
-                }
-                let byte = bytes[index]
-                if byte == UInt8(ascii: ",") {
-                    index += 1
+                if try readSeparator(inObject: isObject) {
                     if isObject { containers[top].pendingName = try parseMemberName(after: "','") }
                     break
                 }
                 if isObject {
-                    guard byte == UInt8(ascii: "}") else {
-                        throw error("expected ',' or '}' after object member, found \(describe(byte))")
-                    }
-                    index += 1
                     value = .object(containers.removeLast().members)
                 } else {
-                    guard byte == UInt8(ascii: "]") else {
-                        throw error("expected ',' or ']' after array element, found \(describe(byte))")
-                    }
-                    index += 1
                     let first = containers.removeLast().firstElement
                     value = .array(Array(elements[first...]))
                     elements.removeSubrange(first...)
@@ -473,15 +441,7 @@ struct JSONParser {
                 guard let isObject = openKinds.last else {
                     return candidates.first { $0 != nil } ?? nil
                 }
-                skipWhitespace()
-                guard index < bytes.count else {
-                    throw error(isObject
-                        ? "unexpected end of input, expected ',' or '}' after object member"
-                        : "unexpected end of input, expected ',' or ']' after array element")
-                }
-                let byte = bytes[index]
-                index += 1
-                if byte == UInt8(ascii: ",") {
+                if try readSeparator(inObject: isObject) {
                     if isObject {
                         if openKinds.count == 1 {
                             pendingRank = try rankedName(&self, after: "','")
@@ -491,14 +451,33 @@ struct JSONParser {
                     }
                     break
                 }
-                guard byte == UInt8(ascii: isObject ? "}" : "]") else {
-                    throw error(isObject
-                        ? "expected ',' or '}' after object member, found \(describe(byte))"
-                        : "expected ',' or ']' after array element, found \(describe(byte))", at: index - 1)
-                }
                 openKinds.removeLast()
             }
         }
+    }
+
+    /// After a member or an element: reads `,` (true) or the container's closing bracket (false), with the
+    /// whitespace before it; anything else, or the end of input, is an error.
+    @inline(__always)
+    private mutating func readSeparator(inObject isObject: Bool) throws(RealtimeError) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else {
+            throw error(isObject
+                ? "unexpected end of input, expected ',' or '}' after object member"
+                : "unexpected end of input, expected ',' or ']' after array element")
+        }
+        let byte = bytes[index]
+        if byte == UInt8(ascii: ",") {
+            index += 1
+            return true
+        }
+        guard byte == UInt8(ascii: isObject ? "}" : "]") else {
+            throw error(isObject
+                ? "expected ',' or '}' after object member, found \(describe(byte))"
+                : "expected ',' or ']' after array element, found \(describe(byte))")
+        }
+        index += 1
+        return false
     }
 
     /// Reads `"name" :` and leaves the index at the member's value.
