@@ -56,10 +56,9 @@ package struct JSONEnvelope: Sendable {
                  pick: Pick? = nil, scratch: inout JSONParseScratch) throws(RealtimeError) {
         var utf8 = text
         let parsed = utf8.withUTF8 { bytes in
-            var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
-            swap(&parser.scratch, &scratch)
-            defer { swap(&parser.scratch, &scratch) }
-            return try? parser.parseTopLevelMembers(deferring: deferred, pick: pick)
+            JSONParser.withParser(over: bytes, limits: limits, scratch: &scratch) { parser in
+                try? parser.parseTopLevelMembers(deferring: deferred, pick: pick)
+            }
         }
         self.text = text
         if let parsed {

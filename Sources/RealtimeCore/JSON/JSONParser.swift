@@ -67,10 +67,9 @@ extension JSONValue {
                               scratch: inout JSONParseScratch) throws(RealtimeError) -> JSONValue {
         var slice = Substring(utf8)
         let result = slice.withUTF8 { bytes in
-            var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
-            swap(&parser.scratch, &scratch)
-            defer { swap(&parser.scratch, &scratch) }
-            return Result { () throws(RealtimeError) in try parser.parseDocument() }
+            JSONParser.withParser(over: bytes, limits: limits, scratch: &scratch) { parser in
+                Result { () throws(RealtimeError) in try parser.parseDocument() }
+            }
         }
         return try result.get()
     }
@@ -83,10 +82,9 @@ extension JSONValue {
                                      scratch: inout JSONParseScratch) throws(RealtimeError) -> JSONValue?? {
         var slice = Substring(utf8)
         let head = slice.withUTF8 { bytes in
-            var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
-            swap(&parser.scratch, &scratch)
-            defer { swap(&parser.scratch, &scratch) }
-            return try? parser.parseArrayHead()
+            JSONParser.withParser(over: bytes, limits: limits, scratch: &scratch) { parser in
+                try? parser.parseArrayHead()
+            }
         }
         guard let head else {
             // The canonical error; the json fuzz target checks that a document is never accepted here.
@@ -168,6 +166,17 @@ struct JSONParser {
     init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
+    }
+
+    /// Runs `body` with a parser over `bytes` that borrows `scratch`'s stacks for the call, for callers
+    /// that parse document after document.
+    @inline(__always)
+    static func withParser<Result>(over bytes: UnsafeBufferPointer<UInt8>, limits: JSONLimits,
+                                   scratch: inout JSONParseScratch, _ body: (inout JSONParser) -> Result) -> Result {
+        var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
+        swap(&parser.scratch, &scratch)
+        defer { swap(&parser.scratch, &scratch) }
+        return body(&parser)
     }
 
     // MARK: Document and containers
