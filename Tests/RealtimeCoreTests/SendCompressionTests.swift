@@ -48,18 +48,25 @@ struct SendCompressionTests {
             ScriptedPeer(EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])]).attach(to: peer)
         }
         let transport = SendRecordingTransport(inner)
+        let clock = ManualClock()
         let session = RealtimeSession(dialect: LineDialect(), transport: transport,
-                                      options: SessionOptions(delivery: .inline, clock: ManualClock(), randomSource: .seeded(1)))
+                                      options: SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(1)))
         defer { session.disconnect() }
         let room = session.channel("room")
         try await session.connect()
         try await room.subscribed()
         try await room.send("secret", arguments: ["token"], compress: false)
         try await room.send("plain", arguments: [1])
+        // A request too; the test dialect's server never answers, so its deadline ends it.
+        let asking = Task { try await room.request("ask", arguments: ["token"], timeout: .seconds(1), compress: false) }
+        await eventually("the request written") { transport.calls.withLock { $0.count } == 4 }
+        clock.advance(by: .seconds(1))
+        await #expect(throws: RealtimeError.self) { try await asking.value }
         let calls = transport.calls.withLock { $0 }
-        #expect(calls.map(\.compress) == [nil, false, nil])
-        #expect(calls.map(\.frames.count) == [1, 1, 1])
+        #expect(calls.map(\.compress) == [nil, false, nil, false])
+        #expect(calls.map(\.frames.count) == [1, 1, 1, 1])
         #expect(calls[1].frames.first?.textValue?.contains("secret") == true)
+        #expect(calls[3].frames.first?.textValue?.contains(#""t":"req""#) == true)
     }
 }
 

@@ -324,9 +324,10 @@ public struct RealtimeChannel: Sendable {
     /// Sends `event` and waits for the server's acknowledgement (Socket.IO). Throws `.timedOut` when no
     /// answer comes within `timeout`, `.unsupported` on dialects without acknowledgements. Cancelling the
     /// calling task throws `CancellationError`: a buffered request is withdrawn, a written one is forgotten
-    /// (its acknowledgement slot freed; a late answer is ignored).
-    public func request(_ event: String, arguments: [JSONValue], timeout: Duration? = nil) async throws -> [JSONValue] {
-        let message = OutgoingMessage(channel: id, event: event, arguments: arguments)
+    /// (its acknowledgement slot freed; a late answer is ignored). `compress: false`: as for `send`.
+    public func request(_ event: String, arguments: [JSONValue], timeout: Duration? = nil,
+                        compress: Bool = true) async throws -> [JSONValue] {
+        let message = OutgoingMessage(channel: id, event: event, arguments: arguments, compress: compress)
         if let error = engine.validate(message, expectsReply: true) { throw error }
         let timeout = timeout ?? engine.requestTimeout
         return try await engine.cancellable(\.replies) { .request(message, timeout: timeout, operation: $0) }

@@ -108,7 +108,8 @@ struct LineMachine: DialectMachine {
             requestIDs[nextAck] = id
             let value: JSONValue = ["t": "req", "ch": .string(message.channel.name), "name": .string(message.event),
                                     "id": .integer(nextAck), "args": .array(message.arguments)]
-            actions.append(.send(.text(value.serialized())))
+            let frame = TransportFrame.text(value.serialized())
+            actions.append(message.compress ? .send(frame) : .sendUncompressed(frame))
         case .cancelRequest(let id):
             requestIDs = requestIDs.filter { $0.value != id }
         case .acknowledge(let token, let arguments):
