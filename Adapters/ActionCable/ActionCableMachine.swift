@@ -32,12 +32,10 @@
     /// Members kept as text: the message is parsed only if a handler reads it, and the identifier is
     /// decoded only the first time its text is seen (``identifier(fromRaw:in:)``).
     private static let deferredMembers = ["message", "identifier"]
-    /// While handlers read payloads (the engine's hint), the message is parsed with the frame, except in
-    /// one frame of ``payloadProbeInterval``, deferred so that the engine sees whether they still are.
+    /// While handlers read payloads (the engine's hint), the message is parsed with the frame, but for a probe.
     private static let deferredIdentifier = ["identifier"]
-    private var payloadsRead = false
-    private var framesUntilProbe = 0
-    static let payloadProbeInterval = 256
+    private var payloadParsing = PayloadParsing()
+    static let payloadProbeInterval = PayloadParsing.probeInterval
 
     /// Subscriptions of the current connection, by identifier.
     private var subscriptions: [String: Subscription] = [:]
@@ -112,12 +110,7 @@
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
-        var defersMessage = true
-        if payloadsRead {
-            framesUntilProbe -= 1
-            defersMessage = framesUntilProbe <= 0
-            if defersMessage { framesUntilProbe = Self.payloadProbeInterval }
-        }
+        let defersMessage = !payloadParsing.parsesNow()
         var envelope: JSONEnvelope
         do {
             envelope = defersMessage
@@ -211,8 +204,7 @@
     }
 
     public mutating func payloadsAreRead(_ read: Bool) {
-        payloadsRead = read
-        framesUntilProbe = Self.payloadProbeInterval
+        payloadParsing.update(payloadsRead: read)
     }
 
     private mutating func broadcast(_ members: JSONEnvelope, messageDeferred: Bool, actions: inout [DialectAction]) {

@@ -44,11 +44,10 @@ import Foundation
     private var subscriptions: [String: Subscription] = [:]
     /// The JSON parser's stacks, kept from frame to frame.
     private var scratch = JSONParseScratch()
-    /// While handlers read payloads (the engine's hint), an event's `data` is parsed as it arrives, except in
-    /// one event of ``payloadProbeInterval``, left as text so that the engine sees whether they still are.
-    private var payloadsRead = false
-    private var eventsUntilProbe = 0
-    static let payloadProbeInterval = 256
+    /// While handlers read payloads (the engine's hint), an event's `data` is parsed as it arrives, but for
+    /// a probe.
+    private var payloadParsing = PayloadParsing()
+    static let payloadProbeInterval = PayloadParsing.probeInterval
     /// Channels whose `subscribe` went out and is unanswered, oldest first.
     private var awaitingAnswer: [String] = []
     /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).
@@ -132,7 +131,7 @@ import Foundation
             // An app's event: its `data` text is parsed only if a handler reads it (see `decodeData`), or at
             // once while handlers do.
             var received: RealtimeEvent
-            if case .string(let text)? = dataField, !parsesPayloadNow() {
+            if case .string(let text)? = dataField, !payloadParsing.parsesNow() {
                 received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, json: text)
             } else if case .string(let text)? = dataField {
                 let data = (try? JSONValue.parse(text[...].utf8, scratch: &scratch)) ?? .string(text)
@@ -152,17 +151,7 @@ import Foundation
     }
 
     public mutating func payloadsAreRead(_ read: Bool) {
-        payloadsRead = read
-        eventsUntilProbe = Self.payloadProbeInterval
-    }
-
-    /// Whether this event's `data` is parsed on arrival: while handlers read payloads, but for a probe.
-    private mutating func parsesPayloadNow() -> Bool {
-        guard payloadsRead else { return false }
-        eventsUntilProbe -= 1
-        guard eventsUntilProbe <= 0 else { return true }
-        eventsUntilProbe = Self.payloadProbeInterval
-        return false
+        payloadParsing.update(payloadsRead: read)
     }
 
     /// `data` is usually a JSON string holding JSON: parse it, and keep the string when it is not JSON.

@@ -23,11 +23,10 @@ import Foundation
     // Across connections.
     private var recovery: [String: RecoverySession] = [:]
     private var workSerial: UInt64 = 0
-    /// The engine's hint that handlers read event payloads: events are then parsed as they arrive, except
-    /// one packet in ``payloadProbeInterval``, deferred so that the engine sees whether they still are.
-    private var payloadsRead = false
-    private var packetsUntilProbe = 0
-    static let payloadProbeInterval = 256
+    /// The engine's hint that handlers read event payloads: events are then parsed as they arrive, but for
+    /// a probe.
+    private var payloadParsing = PayloadParsing()
+    static let payloadProbeInterval = PayloadParsing.probeInterval
 
     private struct RecoverySession {
         var pid: String
@@ -66,8 +65,6 @@ import Foundation
         self.liveness = liveness
         self.decoder = SocketIOPacketDecoder(maximumAttachments: limits.maximumAttachments,
                                              maximumAttachmentBytes: limits.maximumAttachmentBytes)
-        // An event's arguments are parsed when a handler reads them, until the engine says handlers do.
-        decoder.defersEventArguments = true
     }
 
     /// The wire name of a channel's namespace: always starts with `/`.
@@ -154,19 +151,14 @@ import Foundation
             // stray noop over a fresh WebSocket.
             break
         case .message:
-            if payloadsRead {
-                packetsUntilProbe -= 1
-                decoder.defersEventArguments = packetsUntilProbe <= 0
-                if packetsUntilProbe <= 0 { packetsUntilProbe = Self.payloadProbeInterval }
-            }
+            // An event's arguments are parsed when a handler reads them, until the engine says handlers do.
+            decoder.defersEventArguments = !payloadParsing.parsesNow()
             if let packet = try decoder.receive(text: payload) { handle(packet, actions: &actions) }
         }
     }
 
     public mutating func payloadsAreRead(_ read: Bool) {
-        payloadsRead = read
-        packetsUntilProbe = Self.payloadProbeInterval
-        decoder.defersEventArguments = !read
+        payloadParsing.update(payloadsRead: read)
     }
 
     private mutating func close(reason: String, code: Int, actions: inout [DialectAction]) {
