@@ -209,6 +209,24 @@ final class RailsCableServer: Sendable {
 }
 
 /// Polls `condition` every 20 ms until it holds; records an issue and throws after `timeout`.
+/// Runs `trigger` until `condition` holds, waiting `interval` after each of at most `attempts` tries, for
+/// server actions that Rails may drop in a race of its own (see the remote-disconnect test).
+func cableRetrying(_ description: String, attempts: Int = 3, interval: Duration = .seconds(4),
+                   sourceLocation: SourceLocation = #_sourceLocation,
+                   trigger: () async throws -> Void, until condition: () -> Bool) async throws {
+    let clock = ContinuousClock()
+    for _ in 0..<attempts {
+        try await trigger()
+        let deadline = clock.now + interval
+        while clock.now < deadline {
+            if condition() { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+    Issue.record("\(description) did not happen after \(attempts) tries", sourceLocation: sourceLocation)
+    throw ActionCableLiveError("\(description) did not happen after \(attempts) tries")
+}
+
 func cableWaitUntil(_ description: String, timeout: Duration = .seconds(10),
                sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) async throws {
     let clock = ContinuousClock()
