@@ -31,13 +31,16 @@ package final class EventLoop: Sendable {
 
     let index: Int
     let readiness: ReadinessAPI
+    /// Nanoseconds the sockets may wait while traffic is dense (``ReadCoalescing``); 0 for never.
+    let readCoalescingWindow: UInt64
     private let waker: Waker
     private let inbox = Locked(Inbox())
     private let tokens = Locked(UInt64(1))
 
-    init(index: Int, readiness: ReadinessAPI = .platformDefault) throws(RealtimeError) {
+    init(index: Int, readiness: ReadinessAPI = .platformDefault, readCoalescingWindow: UInt64 = 0) throws(RealtimeError) {
         self.index = index
         self.readiness = readiness
+        self.readCoalescingWindow = readCoalescingWindow
         waker = try Waker(usePipe: readiness == .poll)
     }
 
@@ -101,21 +104,31 @@ package final class EventLoop: Sendable {
         }
         var events: [SelectorEvent] = []
         events.reserveCapacity(256)
+        var coalescing = ReadCoalescing(window: readCoalescingWindow)
+        var holdEnded = false
         while true {
-            var timeout: Int32 = -1
-            if let deadline = context.timers.nextDeadline() {
+            if coalescing.isDense {
+                if holdSockets(coalescing, context) { continue }
+                holdEnded = true
+            }
+            var timeout: Int32 = holdEnded ? 0 : -1  // after a hold, a poll that finds nothing ends the spell
+            if !holdEnded, let deadline = context.timers.nextDeadline() {
                 let now = Self.now()
                 timeout = deadline <= now ? 0 : Int32(clamping: (deadline - now + 999_999) / 1_000_000)
             }
+            holdEnded = false
             events.removeAll(keepingCapacity: true)
             context.selector.wait(timeoutMilliseconds: timeout, into: &events)
+            var foundSocketWork = false
             for event in events {
                 if event.id == LoopContext.wakeID {
                     waker.drain()
                 } else if let handler = context.handlers[event.id] {
+                    foundSocketWork = true
                     handler.handle(event, in: context)
                 }
             }
+            if coalescing.window > 0 { coalescing.polled(at: Self.now(), foundWork: foundSocketWork) }
             runTasks(context)
             if !context.timers.isEmpty {
                 for action in context.timers.popDue(now: Self.now()) { action() }
@@ -127,6 +140,22 @@ package final class EventLoop: Sendable {
         for handler in Array(context.handlers.values) { handler.loopStopping(in: context) }
         context.handlers.removeAll()
         waker.close()
+    }
+
+    /// While traffic is dense, waits for posted work, a timer or the end of the hold, whichever comes
+    /// first, and runs what is due, leaving the sockets unpolled. Returns whether they are still held.
+    private func holdSockets(_ coalescing: ReadCoalescing, _ context: LoopContext) -> Bool {
+        let now = Self.now()
+        guard let end = coalescing.socketsHeld(at: now) else { return false }
+        var until = end
+        if let deadline = context.timers.nextDeadline() { until = min(until, deadline) }
+        if until > now, waker.wait(nanoseconds: until - now) { waker.drain() }
+        runTasks(context)
+        if !context.timers.isEmpty {
+            for action in context.timers.popDue(now: Self.now()) { action() }
+        }
+        if context.stopRequested { return false }
+        return coalescing.socketsHeld(at: Self.now()) != nil
     }
 
     private func runTasks(_ context: LoopContext) {

@@ -22,18 +22,37 @@ public final class EventLoopGroup: Sendable {
     /// The number of loop threads.
     public var threadCount: Int { loops.count }
 
+    /// The longest ``init(threadCount:readCoalescing:)`` accepts.
+    public static let maximumReadCoalescing = Duration.milliseconds(100)
+
     /// Starts `threadCount` loop threads (1...64).
-    public convenience init(threadCount: Int = 1) throws(RealtimeError) {
-        try self.init(threadCount: threadCount, readiness: .platformDefault)
+    ///
+    /// - Parameter readCoalescing: off (`nil`) by default. With a window, a loop whose sockets had data
+    ///   twice within the window reads them at most once per window until a read finds nothing: each
+    ///   message may wait up to the window longer, and the loop wakes up less often. Sends, closes and
+    ///   timers are never held. Up to ``maximumReadCoalescing``; see the README for measured figures.
+    public convenience init(threadCount: Int = 1, readCoalescing: Duration? = nil) throws(RealtimeError) {
+        var window: UInt64 = 0
+        if let readCoalescing {
+            guard readCoalescing > .zero, readCoalescing <= Self.maximumReadCoalescing else {
+                throw RealtimeError(.invalidArgument,
+                                    "read coalescing takes a window above zero and up to 100 ms, not \(readCoalescing)")
+            }
+            window = UInt64(readCoalescing.nanoseconds)
+        }
+        try self.init(threadCount: threadCount, readiness: .platformDefault, readCoalescingWindow: window)
     }
 
-    /// `readiness` picks the readiness API (tests run the Apple platforms' `poll` path on Linux too).
-    init(threadCount: Int, readiness: ReadinessAPI) throws(RealtimeError) {
+    /// `readiness` picks the readiness API (tests run the Apple platforms' `poll` path on Linux too);
+    /// `readCoalescingWindow` is in nanoseconds, unchecked.
+    init(threadCount: Int, readiness: ReadinessAPI, readCoalescingWindow: UInt64 = 0) throws(RealtimeError) {
         guard (1...64).contains(threadCount) else {
             throw RealtimeError(.invalidArgument, "an event-loop group needs 1 to 64 threads, not \(threadCount)")
         }
         var loops: [EventLoop] = []
-        for index in 0..<threadCount { loops.append(try EventLoop(index: index, readiness: readiness)) }
+        for index in 0..<threadCount {
+            loops.append(try EventLoop(index: index, readiness: readiness, readCoalescingWindow: readCoalescingWindow))
+        }
         self.loops = loops
         for loop in loops { loop.start(stackSize: Self.threadStackSize) }
     }

@@ -197,6 +197,17 @@ struct Waker: Sendable {
         _ = withUnsafeBytes(of: &one) { write(writeFD, $0.baseAddress, $0.count) }
     }
 
+    /// Waits up to `nanoseconds` for a wake (microsecond precision on Linux, milliseconds elsewhere);
+    /// true when one came.
+    func wait(nanoseconds: UInt64) -> Bool {
+        #if os(Linux) || os(Android)
+        return realtime_wait_readable(readFD, Int64(clamping: nanoseconds)) > 0
+        #else
+        var entry = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, Int32(clamping: (nanoseconds + 999_999) / 1_000_000)) > 0
+        #endif
+    }
+
     func drain() {
         var sink = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         while withUnsafeMutableBytes(of: &sink, { read(readFD, $0.baseAddress, $0.count) }) > 0 {

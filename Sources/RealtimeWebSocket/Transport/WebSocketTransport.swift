@@ -38,14 +38,18 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
         /// offers no compression. Incoming compressed messages are inflated within `limits`.
         public var compression: PerMessageDeflateOptions?
 
+        /// The read-coalescing window of the private loop group the transport starts when it is given
+        /// none (see ``EventLoopGroup/init(threadCount:readCoalescing:)``): `nil`, off, by default.
+        public var readCoalescing: Duration?
+
         /// Defaults: verified TLS ≥ 1.2, 16 MiB frames and messages, 8 MiB write queue, 5 s close and
         /// 10 s ping timeouts, 16 KiB upgrade responses, permessage-deflate offered with its defaults, no
-        /// proxy.
+        /// proxy, no read coalescing.
         public init(tls: TLSConfiguration = TLSConfiguration(), limits: WebSocketLimits = WebSocketLimits(),
                     maximumBufferedBytes: Int = 8 << 20, closeTimeout: Duration = .seconds(5),
                     pingTimeout: Duration = .seconds(10), maximumHandshakeResponseSize: Int = 16_384,
                     compression: PerMessageDeflateOptions? = PerMessageDeflateOptions(),
-                    proxy: ProxyConfiguration? = nil) {
+                    proxy: ProxyConfiguration? = nil, readCoalescing: Duration? = nil) {
             self.tls = tls
             self.limits = limits
             self.maximumBufferedBytes = maximumBufferedBytes
@@ -54,6 +58,7 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
             self.maximumHandshakeResponseSize = maximumHandshakeResponseSize
             self.proxy = proxy
             self.compression = compression
+            self.readCoalescing = readCoalescing
         }
     }
 
@@ -71,7 +76,7 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
             self.group = .success(group)
         } else {
             do {
-                self.group = .success(try EventLoopGroup(threadCount: 1))
+                self.group = .success(try EventLoopGroup(threadCount: 1, readCoalescing: configuration.readCoalescing))
             } catch {
                 self.group = .failure(error)
             }

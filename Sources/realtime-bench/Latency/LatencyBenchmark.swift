@@ -12,22 +12,31 @@ import Realtime
 /// them, as an app's would.
 ///
 /// Delivery targets: `default` (the session's private serial queue), `inline` (the event loop's thread),
-/// `main` (the main queue; this program's main thread is parked in Dispatch's main loop while suites run).
+/// `main` (the main queue; this program's main thread is parked in Dispatch's main loop while suites run),
+/// and `coalesced`: the default delivery on a transport whose loop coalesces reads within 250 µs
+/// (`WebSocketTransport.Configuration.readCoalescing`).
 ///
-/// Options: `--rates 1000,10000`, `--seconds S` (5; 0.3 with `--quick`), `--delivery default,inline,main`,
+/// Options: `--rates 1000,10000`, `--seconds S` (5; 0.3 with `--quick`), `--delivery default,inline,main,coalesced`,
 /// `--only DIALECT`, `--quick`, `--json`.
 enum LatencyBenchmark {
     enum Target: String, CaseIterable {
         case standard = "default"
         case inline
         case main
+        case coalesced
 
         var delivery: DeliveryTarget? {
             switch self {
-            case .standard: nil
+            case .standard, .coalesced: nil
             case .inline: .inline
             case .main: .main
             }
+        }
+
+        static let coalescingWindow = Duration.microseconds(250)
+
+        var transport: WebSocketTransport {
+            WebSocketTransport(configuration: .init(readCoalescing: self == .coalesced ? Self.coalescingWindow : nil))
         }
     }
 
@@ -62,7 +71,7 @@ enum LatencyBenchmark {
         let seconds = options.double("--seconds", full: 5, quick: 0.3)
         let targets = try (BenchOptions.string("--delivery", in: arguments)?.split(separator: ",").map { name in
             guard let target = Target(rawValue: String(name)) else {
-                throw BenchmarkFailure("--delivery takes default, inline, main, not \(name)")
+                throw BenchmarkFailure("--delivery takes default, inline, main, coalesced, not \(name)")
             }
             return target
         }) ?? Target.allCases
@@ -88,7 +97,7 @@ enum LatencyBenchmark {
             for dialect in options.dialects {
                 for target in targets {
                     let run = try await sessionRun(dialect, target: target, rate: rate, seconds: seconds, events: events)
-                    out.say("    \((dialect.rawValue + " " + target.rawValue).padding(toLength: 21, withPad: " ", startingAt: 0))"
+                    out.say("    \((dialect.rawValue + " " + target.rawValue).padding(toLength: 22, withPad: " ", startingAt: 0))"
                             + run.summary)
                     for metric in metrics {
                         out.figure("latency", "\(dialect.rawValue)/\(target.rawValue)@\(Int(rate))", metric, run.figure(metric),
@@ -109,7 +118,8 @@ enum LatencyBenchmark {
         let blaster = try blaster(dialect, rate: rate, seconds: seconds, raw: false)
         defer { blaster.stop(grace: 2) }
         let port = try blaster.readPort()
-        let session = RealtimeSession(dialect: dialect.dialect(port: port), options: SessionOptions(delivery: target.delivery))
+        let session = RealtimeSession(dialect: dialect.dialect(port: port), transport: target.transport,
+                                      options: SessionOptions(delivery: target.delivery))
         defer { session.disconnect() }
         let delays = Locked<[UInt64]>([])
         delays.withLock { $0.reserveCapacity(events) }

@@ -37,7 +37,7 @@ for dialect in dialects:
         expected[("dialects", dialect, metric, "transport")] = True
         expected[("dialects", dialect, metric, "python")] = require_python
 for rate in [1000, 10000]:
-    cases = [f"transport@{rate}"] + [f"{d}/{t}@{rate}" for d in dialects for t in ["default", "inline", "main"]]
+    cases = [f"transport@{rate}"] + [f"{d}/{t}@{rate}" for d in dialects for t in ["default", "inline", "main", "coalesced"]]
     for case in cases:
         for metric in ["p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_event"]:
             expected[("latency", case, metric, "transport" if "/" in case else "floor")] = True

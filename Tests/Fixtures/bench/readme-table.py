@@ -80,6 +80,7 @@ def latency_table(figures, rate):
     for dialect, title in DIALECTS:
         for target in ("default", "inline", "main"):
             cases.append((f"{dialect}/{target}", f"{title}, `{target}` delivery"))
+        cases.append((f"{dialect}/coalesced", f"{title}, `default` delivery, reads coalesced within 250 µs"))
     for case, title in cases:
         values = [find(figures, "latency", f"{case}@{rate}", metric)
                   for metric in ("p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_event")]
