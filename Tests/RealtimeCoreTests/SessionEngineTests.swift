@@ -349,7 +349,8 @@ struct SessionEngineTests {
 
     @Test("the engine tells the dialect when handlers start and stop reading the payloads it defers")
     func payloadsReadHint() async throws {
-        let harness = EngineHarness(script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let harness = EngineHarness(recordsEvents: false,
+                                    script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
         let room = harness.session.channel("room")
         let reading = Locked(true)
         let seen = Locked<[String]>([])
@@ -364,10 +365,34 @@ struct SessionEngineTests {
         harness.peers[0].send(text: frame)  // deferred and read: the dialect hears that payloads are read
         harness.peers[0].send(text: frame)
         reading.withLock { $0 = false }
-        harness.peers[0].send(text: frame)  // the hint still says read; this one is not, which the dialect hears
+        harness.peers[0].send(text: frame)  // the hint still says read; this one is not, and goes away unread
+        harness.peers[0].send(text: frame)  // its delivery tells the dialect: the next one is deferred
         harness.peers[0].send(text: frame)
-        await eventually { seen.withLock { $0.count } == 4 }
-        #expect(seen.withLock { $0 } == ["unread:7", "read:7", "read:null", "unread:null"])
+        await eventually { seen.withLock { $0.count } == 5 }
+        #expect(seen.withLock { $0 } == ["unread:7", "read:7", "read:null", "read:null", "unread:null"])
+    }
+
+    @Test("payloads read in an events() loop, after their delivery batch, count as read")
+    func payloadsReadHintFromAStream() async throws {
+        let harness = EngineHarness(recordsEvents: false,
+                                    script: { _ in EngineHarness.welcome() + [.expect(subRoom, reply: [subOkRoom])] })
+        let room = harness.session.channel("room")
+        let stream = room.events()
+        try await harness.session.connect()
+        let frame = #"{"t":"lazy","ch":"room","data":7}"#
+        harness.peers[0].send(text: frame)  // delivered into the stream, unread when its batch ends
+        var names: [String] = []
+        var iterator = stream.makeAsyncIterator()
+        if let first = await iterator.next() {
+            names.append(first.name)
+            #expect(first.data == 7)  // read now, long after the batch: the engine still hears of it
+        }
+        harness.peers[0].send(text: frame)  // its delivery passes the news on
+        harness.peers[0].send(text: frame)
+        for _ in 0..<2 {
+            if let event = await iterator.next() { names.append(event.name) }
+        }
+        #expect(names == ["unread", "unread", "read"])
     }
 
     @Test("the server's ack request is answered once through event.ack")

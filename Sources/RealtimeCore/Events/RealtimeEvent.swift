@@ -25,8 +25,9 @@ public struct RealtimeEvent: Sendable {
     /// read, once however many handlers and threads read it, and an event nobody reads is never parsed.
     /// The text was checked on arrival, so bad JSON is still reported then. While the handlers do read
     /// payloads, the session has the dialect parse them on arrival instead (one pass, not a check and then
-    /// a parse), and goes back to deferring when they stop: it looks at the last deferred payload of each
-    /// delivery batch, and the dialect defers one event in 256 to keep looking.
+    /// a parse), and goes back to deferring when they stop: it watches the last deferred payload of each
+    /// delivery batch until that event is read or goes away, wherever it went (a handler, an `events()`
+    /// loop, your own storage), and the dialect defers one event in 256 to keep watching.
     public var data: JSONValue {
         get { box.fields.currentData }
         set {
@@ -101,6 +102,8 @@ public struct RealtimeEvent: Sendable {
         /// The lazy text is a Socket.IO event array: the arguments are its elements after the name, and
         /// `lazyData` keeps them as an `.array`.
         var lazyArgumentsFollowName = false
+        /// Told whether the lazy payload was read: on its first parse, or when the event goes away unread.
+        var readWatch: PayloadReadWatch?
 
         var currentData: JSONValue {
             guard let lazyData else { return storedData }
@@ -126,8 +129,10 @@ public struct RealtimeEvent: Sendable {
         /// The payload text parsed (the arguments after the name for a Socket.IO event), or a `.string` of
         /// the text when it is not JSON.
         private func parse(_ lazyData: Locked<JSONValue?>) -> JSONValue {
-            lazyData.withLock { parsed in
+            var first = false
+            let value = lazyData.withLock { parsed in
                 if let parsed { return parsed }
+                first = true
                 let text = rawSlice ?? rawData.map { $0[...] } ?? ""
                 var value = (try? JSONValue.parse(text.utf8)) ?? .string(String(text))
                 if lazyArgumentsFollowName {
@@ -139,12 +144,21 @@ public struct RealtimeEvent: Sendable {
                 parsed = value
                 return value
             }
+            if first { readWatch?.noteRead() }
+            return value
         }
     }
 
     private final class Box: Sendable {
         let fields: Fields
         init(_ fields: Fields) { self.fields = fields }
+
+        deinit {
+            // The last copy of a watched event is gone: was its payload ever read?
+            if let watch = fields.readWatch, let lazyData = fields.lazyData, lazyData.withLock({ $0 == nil }) {
+                watch.noteUnread()
+            }
+        }
     }
 
     private mutating func update(_ change: (inout Fields) -> Void) {
@@ -190,10 +204,13 @@ public struct RealtimeEvent: Sendable {
                          ackToken: ackToken, lazyData: Locked(nil)))
     }
 
-    /// For a payload handed over as text: whether a handler has read it yet; `nil` for a payload that was
-    /// parsed by the dialect. The engine tells the dialect, so that it parses at once for apps that read.
-    package var lazyPayloadWasRead: Bool? {
-        box.fields.lazyData?.withLock { $0 != nil }
+    /// This event, telling `watch` whether its deferred payload is read: on the first read, or when the
+    /// last copy goes away unread. The engine watches one event per delivery batch so that the dialect
+    /// parses at once for apps that read.
+    package func watchingPayloadRead(with watch: PayloadReadWatch) -> RealtimeEvent {
+        var watched = self
+        watched.update { $0.readWatch = watch }
+        return watched
     }
 
     /// Whether the payload was handed over as text (read or not), without taking its lock.
@@ -239,5 +256,25 @@ public struct AckResponder: Sendable {
     /// Answers with an argument list.
     public func send(_ arguments: [JSONValue]) {
         reply(token, arguments)
+    }
+}
+
+/// Where watched events report whether their deferred payload was read (see
+/// ``RealtimeEvent/watchingPayloadRead(with:)``); the latest report wins until it is taken.
+package final class PayloadReadWatch: Sendable {
+    private let verdict = Locked<Bool?>(nil)
+
+    package init() {}
+
+    fileprivate func noteRead() { verdict.withLock { $0 = true } }
+    fileprivate func noteUnread() { verdict.withLock { $0 = false } }
+
+    /// The latest report since the last call: true when a watched payload was read, false when one went
+    /// away unread, nil when none came.
+    package func take() -> Bool? {
+        verdict.withLock { verdict in
+            defer { verdict = nil }
+            return verdict
+        }
     }
 }

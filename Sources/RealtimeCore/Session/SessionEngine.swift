@@ -35,9 +35,26 @@ final class SessionEngine: Sendable {
     /// The callers waiting for an answer, by operation: the core holds only their ids.
     private let completions = Locked(CompletionTable())
     private let io = Locked(IO())
-    /// What the dialect was last told about the handlers reading deferred payloads (`nil`: nothing yet;
-    /// machines start by deferring).
-    private let payloadsRead = Locked<Bool?>(nil)
+    /// What the dialect was last told about payloads being read, and which delivery batch to watch next.
+    private let payloadHint = Locked(PayloadHint())
+    /// Where watched events report whether their deferred payload was read.
+    private let payloadWatch = PayloadReadWatch()
+
+    private struct PayloadHint {
+        /// What the dialect was last told (`nil`: nothing yet; machines start by deferring).
+        var told: Bool?
+        /// Delivery batches with a deferred payload so far.
+        var deferredBatches = 0
+
+        /// Whether to watch the next batch with a deferred payload. While payloads are not read, every
+        /// event is deferred and a watch in each batch would cost a copy of the event; one in 8 batches
+        /// (the first included) finds out soon enough. While they are read, only the dialect's probe
+        /// events are deferred, and each is watched.
+        mutating func watchesNextDeferredBatch() -> Bool {
+            deferredBatches += 1
+            return told == true || deferredBatches % 8 == 1
+        }
+    }
 
     init(dialect: some RealtimeDialect, transport: any RealtimeTransport, options: SessionOptions) {
         self.dialect = dialect
@@ -245,8 +262,14 @@ final class SessionEngine: Sendable {
             answerable.ack = responder(for: token, on: connection)
             changed[index] = .event(answerable, connection: connection, bytes: bytes)
         }
+        // The last deferred payload reports whether it is read, in a handler or wherever it goes next.
+        if let lastDeferred, payloadHint.withLock({ $0.watchesNextDeferredBatch() }),
+           case .event(let event, let connection, let bytes) = changed[lastDeferred] {
+            changed[lastDeferred] = .event(event.watchingPayloadRead(with: payloadWatch), connection: connection,
+                                           bytes: bytes)
+        }
         let batch = changed
-        let probed = lastDeferred
+        let watch = payloadWatch
         let counted = !delivery.isInline && queued.events > 0
         let backlog = queued
         if counted { noteQueued(backlog) }
@@ -260,19 +283,17 @@ final class SessionEngine: Sendable {
                 }
             }
             if counted { self?.noteDelivered(backlog) }
-            // Did the handlers read the last payload the dialect left as text? The dialect then parses at
-            // once, or defers again.
-            if let probed, case .event(let event, _, _) = batch[probed], let read = event.lazyPayloadWasRead {
-                self?.notePayloadsRead(read)
-            }
+            // Was a watched payload read, or dropped unread (this batch's, or an earlier one that an
+            // `events()` loop or the app held on to)? The dialect then parses at once, or defers again.
+            if let read = watch.take() { self?.notePayloadsRead(read) }
         }
     }
 
     /// Tells the dialect when the handlers start or stop reading deferred payloads; nothing otherwise.
     private func notePayloadsRead(_ read: Bool) {
-        let changed = payloadsRead.withLock { known in
-            defer { known = read }
-            return known != read
+        let changed = payloadHint.withLock { hint in
+            defer { hint.told = read }
+            return hint.told != read
         }
         if changed { submit(.payloadsRead(read)) }
     }

@@ -13,8 +13,11 @@ final class EngineHarness: Sendable {
     let events = Locked<[RealtimeEvent]>([])
     let errors = Locked<[RealtimeError]>([])
 
-    /// - Parameter script: what each connection (by index) does; `nil` accepts and stays silent.
+    /// - Parameters:
+    ///   - script: what each connection (by index) does; `nil` accepts and stays silent.
+    ///   - recordsEvents: keeps every event in ``eventLog``; off for tests of when events go away.
     init(dialect: LineDialect = LineDialect(), options: (inout SessionOptions) -> Void = { _ in },
+         recordsEvents: Bool = true,
          script: @escaping @Sendable (Int) -> [ScriptedPeer.Step]? = { _ in EngineHarness.welcome() }) {
         transport = InMemoryTransport(autoAccept: false)
         var settings = SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(1))
@@ -28,7 +31,7 @@ final class EngineHarness: Sendable {
             }
         }
         session.onStateChange { [states] _, new in states.withLock { $0.append(new) } }
-        session.onAny { [events] event in events.withLock { $0.append(event) } }
+        if recordsEvents { session.onAny { [events] event in events.withLock { $0.append(event) } } }
         session.onError { [errors] error in errors.withLock { $0.append(error) } }
     }
 
