@@ -681,6 +681,60 @@ struct SessionEngineTests {
         #expect(harness.session.deliveryBacklog.events == 0)
     }
 
+    @Test("cancelling the task that awaits a stream ends it: nil, its handler removed, its backlog released")
+    func cancelledStream() async throws {
+        let harness = EngineHarness(options: { $0.deliveryHighWatermark = 4 }, recordsEvents: false)
+        try await harness.session.connect()
+        let events = harness.session.events("tick")
+        let waiting = Task {
+            var iterator = events.makeAsyncIterator()
+            let first = await iterator.next()
+            let afterCancel = await iterator.next()  // cancelled while waiting here
+            return (first, afterCancel)
+        }
+        harness.peers[0].send(text: #"{"t":"ev","name":"tick","data":1}"#)
+        await eventually("the first event taken") { harness.session.deliveryBacklog.events == 0 }
+        waiting.cancel()
+        let (first, afterCancel) = await waiting.value
+        #expect(first?.data == 1)
+        #expect(afterCancel == nil)
+        // The ended stream takes nothing more: six events no longer pause reading at a watermark of 4.
+        for index in 0..<6 { harness.peers[0].send(text: #"{"t":"ev","name":"tick","data":\#(index)}"#) }
+        #expect(!harness.peers[0].isReadingPaused)
+        #expect(harness.session.deliveryBacklog.events == 0)
+        var again = events.makeAsyncIterator()
+        #expect(await again.next() == nil)
+    }
+
+    @Test("an event handed to a consumer already waiting never enters the delivery backlog")
+    func waitingConsumerTakesDirectly() async throws {
+        let harness = EngineHarness(recordsEvents: false)
+        try await harness.session.connect()
+        let events = harness.session.events("tick")
+        let consumer = Task {
+            var taken: [JSONValue] = []
+            for await event in events {
+                taken.append(event.data)
+                if taken.count == 3 { break }
+            }
+            return taken
+        }
+        var backlogs: [Int] = []
+        for index in 0..<3 {
+            // Sent one at a time, each once the consumer waits again; delivery is inline, so the backlog
+            // read right after the send is what the event cost.
+            await eventually("the consumer waiting") { events.waitingConsumerCount == 1 }
+            harness.peers[0].send(text: #"{"t":"ev","name":"tick","data":\#(index)}"#)
+            backlogs.append(harness.session.deliveryBacklog.events)
+        }
+        #expect(await consumer.value == [0, 1, 2])
+        #expect(backlogs == [0, 0, 0])
+        // With nobody waiting (the loop broke, the stream lives on in `events`), the next one waits in the
+        // stream and counts.
+        harness.peers[0].send(text: #"{"t":"ev","name":"tick","data":3}"#)
+        #expect(harness.session.deliveryBacklog.events == 1)
+    }
+
     @Test("a dialect's fail action ends the session at once, closing the connection")
     func dialectFail() async throws {
         let harness = EngineHarness()

@@ -213,6 +213,11 @@ public struct RealtimeEvent: Sendable {
         return watched
     }
 
+    /// The bytes of `rawData`, without copying a slice out to count them.
+    package var rawByteCount: Int {
+        box.fields.rawData?.utf8.count ?? box.fields.rawSlice?.utf8.count ?? 0
+    }
+
     /// Whether the payload was handed over as text (read or not), without taking its lock.
     package var hasDeferredPayload: Bool { box.fields.lazyData != nil }
 

@@ -413,27 +413,19 @@ extension SessionEngine {
     func stream(channel: ChannelID?, event: String?,
                 where include: (@Sendable (RealtimeEvent) -> Bool)? = nil) -> RealtimeEventStream {
         let registry = self.registry
-        let outstanding = Locked(DeliveryBacklog())
         // Unbounded on purpose: the session's delivery budget bounds it by pausing the socket instead.
-        let base = AsyncStream<RealtimeEvent>(bufferingPolicy: .unbounded) { continuation in
-            let id = registry.add(channel: channel, event: event) { [weak self] event in
-                if let include, !include(event) { return }
-                let cost = DeliveryBacklog(events: 1, bytes: event.rawData?.utf8.count ?? 0)
-                outstanding.withLock { $0.events += cost.events; $0.bytes += cost.bytes }
-                self?.noteStreamBuffered(cost)
-                continuation.yield(event)
-            }
-            continuation.onTermination = { [weak self] _ in
-                registry.remove(id: id)
-                // Events left in the buffer no longer hold the session's reading.
-                let left = outstanding.withLock { backlog -> DeliveryBacklog in
-                    defer { backlog = DeliveryBacklog() }
-                    return backlog
-                }
-                if left.events > 0 { self?.noteStreamConsumed(left) }
-            }
+        let buffer = EventStreamBuffer(buffered: { [weak self] in self?.noteStreamBuffered($0) },
+                                       consumed: { [weak self] in self?.noteStreamConsumed($0) })
+        let id = registry.add(channel: channel, event: event) { [buffer] event in
+            if let include, !include(event) { return }
+            buffer.push(event)
         }
-        return RealtimeEventStream(base: base, outstanding: outstanding, engine: self)
+        buffer.onFinish { [weak self] left in
+            registry.remove(id: id)
+            // Events left in the buffer no longer hold the session's reading.
+            if left.events > 0 { self?.noteStreamConsumed(left) }
+        }
+        return RealtimeEventStream(buffer: buffer)
     }
 }
 
