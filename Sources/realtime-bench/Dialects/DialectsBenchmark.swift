@@ -12,9 +12,10 @@ import Realtime
 /// to core 0. A Python client runs as a child on core 0, as its library ships, with the same one counting
 /// handler; its CPU over the same span comes from /proc/<pid>/stat (interpreter start-up excluded, all its
 /// threads included). The transport alone is a `WebSocketTransport` counting the same frames (`--raw`
-/// blaster: no dialect handshake). Nothing is pinned on a one-core machine. The session runs twice per round:
-/// with a handler that only counts (payloads that nobody reads are never parsed), and with one that reads
-/// `data`, which parses every payload as the Python clients do.
+/// blaster: no dialect handshake). Nothing is pinned on a one-core machine. The session runs three times per
+/// round: with a handler that only counts (payloads that nobody reads are never parsed), with one that reads
+/// `data`, which parses every payload as the Python clients do, and with a `for await` loop over
+/// `channel.events(_:)` that reads `data`.
 ///
 /// Options: `--events N` (1,000,000), `--rounds N` (5), `--python-events N` (as `--events`), `--python-rounds N`
 /// (3), `--skip-python`, `--only DIALECT`, `--python PATH`, `--fixtures DIR`, `--quick`, `--json`.
@@ -24,6 +25,8 @@ enum DialectsBenchmark {
         /// The same session whose handler reads each event's `data`, so that it is parsed, as the Python
         /// clients parse theirs.
         var reading: [TransportBenchmark.Throughput] = []
+        /// The same reading done in a task iterating `channel.events(_:)`.
+        var streaming: [TransportBenchmark.Throughput] = []
         var transport: [TransportBenchmark.Throughput] = []
         var python: [TransportBenchmark.Throughput] = []
     }
@@ -79,10 +82,13 @@ enum DialectsBenchmark {
                 if let clientCore { Measure.pinProcess(toCore: clientCore) }  // threads started since the last round
                 series[dialect, default: Series()].session.append(try await sessionRound(dialect, events: events))
                 series[dialect]!.reading.append(try await sessionRound(dialect, events: events, readsPayload: true))
+                series[dialect]!.streaming.append(try await sessionRound(dialect, events: events, readsPayload: true,
+                                                                         viaStream: true))
                 series[dialect]!.transport.append(try transportRound(dialect, events: events))
                 var progress = "  round \(round + 1)/\(rounds) \(dialect.rawValue): session "
                     + Format.rate(series[dialect]!.session.last!.perCPUSecond) + "/CPU-s, reading payloads "
-                    + Format.rate(series[dialect]!.reading.last!.perCPUSecond) + "/CPU-s, transport "
+                    + Format.rate(series[dialect]!.reading.last!.perCPUSecond) + "/CPU-s, in an events() loop "
+                    + Format.rate(series[dialect]!.streaming.last!.perCPUSecond) + "/CPU-s, transport "
                     + Format.rate(series[dialect]!.transport.last!.perCPUSecond) + "/CPU-s"
                 if round < pythonRounds, case .run(let name, let script, let extra, _) = plans[dialect]!, let python {
                     do {
@@ -119,6 +125,7 @@ enum DialectsBenchmark {
         out.say("  \(dialect.rawValue):")
         out.say(line("session  ", series.session))
         out.say(line("session, handler reads the payload", series.reading))
+        out.say(line("session, an events() loop reads the payload", series.streaming))
         out.say(line("transport", series.transport))
         var note: String?
         switch plan {
@@ -148,6 +155,11 @@ enum DialectsBenchmark {
         ]
         let readingMetrics = ["events_per_cpu_s_reading", "events_per_cpu_s_reading_median",
                               "events_per_wall_s_reading", "events_per_wall_s_reading_median"]
+        for ((_, figure, isMedian), reading) in zip(metrics, readingMetrics) {
+            let pick: (Rounds) -> Double = { isMedian ? median($0, figure) : best($0, figure) }
+            out.figure("dialects", dialect.rawValue, reading.replacingOccurrences(of: "_reading", with: "_stream"),
+                       pick(series.streaming), baseline: plan.name, baselineValue: pick(series.python), note: note)
+        }
         for ((metric, figure, isMedian), reading) in zip(metrics, readingMetrics) {
             let pick: (Rounds) -> Double = { isMedian ? median($0, figure) : best($0, figure) }
             out.figure("dialects", dialect.rawValue, metric, pick(series.session),
@@ -162,8 +174,8 @@ enum DialectsBenchmark {
     // MARK: Rounds
 
     /// A `RealtimeSession` as an app makes it (its own one-thread event loop, the default delivery queue).
-    static func sessionRound(_ dialect: BenchDialect, events: Int,
-                             readsPayload: Bool = false) async throws -> TransportBenchmark.Throughput {
+    static func sessionRound(_ dialect: BenchDialect, events: Int, readsPayload: Bool = false,
+                             viaStream: Bool = false) async throws -> TransportBenchmark.Throughput {
         let blaster = try ChildProcess(arguments: ["dialects", "blaster", "--dialect", dialect.rawValue,
                                                    "--count", String(events)], core: blasterCore)
         defer { blaster.stop(grace: 2) }
@@ -172,7 +184,14 @@ enum DialectsBenchmark {
         defer { session.disconnect() }
         let handled = Countdown(events)
         let channel = session.channel(dialect.channel)
-        if readsPayload {
+        var consumer: Task<Void, Never>?
+        defer { consumer?.cancel() }
+        if viaStream {
+            let stream = channel.events(dialect.eventName)
+            consumer = Task.detached {
+                for await event in stream where event.data != .null { _ = handled.tick() }
+            }
+        } else if readsPayload {
             channel.on(dialect.eventName) { event in
                 if event.data != .null { _ = handled.tick() }  // every blasted event's payload is an object
             }

@@ -36,6 +36,9 @@ for dialect in dialects:
     for metric in ["events_per_cpu_s", "events_per_cpu_s_median", "events_per_wall_s", "events_per_wall_s_median"]:
         expected[("dialects", dialect, metric, "transport")] = True
         expected[("dialects", dialect, metric, "python")] = require_python
+        for variant in ["_reading", "_stream"]:  # a handler that reads data; an events() loop that does
+            named = metric.replace("_s", "_s" + variant, 1)  # events_per_cpu_s_reading_median, …
+            expected[("dialects", dialect, named, "python")] = require_python
 for rate in [1000, 10000]:
     cases = [f"transport@{rate}"] + [f"{d}/{t}@{rate}" for d in dialects for t in ["default", "inline", "main", "coalesced"]]
     for case in cases:

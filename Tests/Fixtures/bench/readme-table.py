@@ -44,9 +44,10 @@ def k(value):
 
 def dialects_table(figures):
     rows = ["| dialect | ours, handler only counts: best / median | ours, handler reads each payload: best / median "
+            "| ours, an `events()` loop reads each payload: best / median "
             "| Python client of the protocol: best / median | ours ÷ Python, medians: counting / reading "
             "| transport alone, median |",
-            "| --- | --- | --- | --- | --- | --- |"]
+            "| --- | --- | --- | --- | --- | --- | --- |"]
     for case, title in DIALECTS:
         best = find(figures, "dialects", case, "events_per_cpu_s", "transport")
         median = find(figures, "dialects", case, "events_per_cpu_s_median", "transport")
@@ -56,6 +57,10 @@ def dialects_table(figures):
         reading_median = find(figures, "dialects", case, "events_per_cpu_s_reading_median")
         reading = (f"{k(reading_best['value'])} / {k(reading_median['value'])}"
                    if reading_best and reading_median else "not run")
+        stream_best = find(figures, "dialects", case, "events_per_cpu_s_stream")
+        stream_median = find(figures, "dialects", case, "events_per_cpu_s_stream_median")
+        stream = (f"{k(stream_best['value'])} / {k(stream_median['value'])}"
+                  if stream_best and stream_median else "not run")
         python_best = next((f for (b, c, m, base), f in figures.items() if b == "dialects" and c == case
                             and m == "events_per_cpu_s" and base not in (None, "transport")), None)
         python_median = next((f for (b, c, m, base), f in figures.items() if b == "dialects" and c == case
@@ -68,8 +73,8 @@ def dialects_table(figures):
         else:
             python, ratio = "not run", "–"
         transport = f"{median['baseline_value'] / 1e6:.2f} M"
-        rows.append(f"| {title} | {k(best['value'])} / {k(median['value'])} | {reading} | {python} | {ratio} "
-                    f"| {transport} |")
+        rows.append(f"| {title} | {k(best['value'])} / {k(median['value'])} | {reading} | {stream} | {python} "
+                    f"| {ratio} | {transport} |")
     return "\n".join(rows)
 
 
@@ -119,7 +124,8 @@ def main():
     parts = ["Bulk: 1 M ~150-byte events per round over loopback to one session, one channel and one handler "
              "(`realtime-bench dialects`). The handler either only counts, so payloads are never parsed (each "
              "dialect parses a payload when a handler first reads it), or reads each event's `data`, which "
-             "parses every payload as the Python clients parse theirs.", "", dialects_table(figures), ""]
+             "parses every payload as the Python clients parse theirs, in a handler or in a `for await` loop over "
+             "`channel.events(_:)`.", "", dialects_table(figures), ""]
     for rate in (1000, 10000):
         if find(figures, "latency", f"floor@{rate}", "p50_us"):
             parts += [f"Paced at {rate:,} events/s for 5 s (`realtime-bench latency`): delay from the server's write "
