@@ -63,7 +63,16 @@ final class EventStreamBuffer: Sendable {
         var finished = false
         var onFinish: (@Sendable (DeliveryBacklog) -> Void)?
 
-        mutating func popFirst() -> RealtimeEvent? {
+        /// The oldest waiting event, its cost taken off the backlog.
+        mutating func takeOldest() -> RealtimeEvent? {
+            guard let event = popFirst() else { return nil }
+            let cost = EventStreamBuffer.cost(of: event)
+            backlog.events -= cost.events
+            backlog.bytes -= cost.bytes
+            return event
+        }
+
+        private mutating func popFirst() -> RealtimeEvent? {
             guard head < events.count else { return nil }
             let event = events[head]
             head += 1
@@ -130,12 +139,7 @@ final class EventStreamBuffer: Sendable {
     /// The oldest waiting event, if any.
     func take() -> Taken {
         let taken = state.withLock { state -> Taken in
-            if let event = state.popFirst() {
-                let cost = Self.cost(of: event)
-                state.backlog.events -= cost.events
-                state.backlog.bytes -= cost.bytes
-                return .event(event)
-            }
+            if let event = state.takeOldest() { return .event(event) }
             return state.finished ? .finished : .none
         }
         if case .event(let event) = taken { consumed(Self.cost(of: event)) }
@@ -146,12 +150,7 @@ final class EventStreamBuffer: Sendable {
     /// keeps it until an event arrives.
     func takeOrWait(_ continuation: UnsafeContinuation<RealtimeEvent?, Never>) {
         let taken = state.withLock { state -> Taken in
-            if let event = state.popFirst() {
-                let cost = Self.cost(of: event)
-                state.backlog.events -= cost.events
-                state.backlog.bytes -= cost.bytes
-                return .event(event)
-            }
+            if let event = state.takeOldest() { return .event(event) }
             if state.finished { return .finished }
             state.waiters.append(continuation)
             return .none
@@ -188,7 +187,7 @@ final class EventStreamBuffer: Sendable {
     }
 
     /// What an event costs the delivery budget: one event and the bytes of its payload text.
-    private static func cost(of event: RealtimeEvent) -> DeliveryBacklog {
+    fileprivate static func cost(of event: RealtimeEvent) -> DeliveryBacklog {
         DeliveryBacklog(events: 1, bytes: event.rawByteCount)
     }
 }
