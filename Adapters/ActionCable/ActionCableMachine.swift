@@ -32,10 +32,10 @@
     /// Members kept as text: the message is parsed only if a handler reads it, and the identifier is
     /// decoded only the first time its text is seen (``identifier(fromRaw:in:)``).
     private static let deferredMembers = ["message", "identifier"]
-    /// While handlers read payloads (the engine's hint), the message is parsed with the frame, but for a probe.
+    /// What stays text when the message is parsed with the frame.
     private static let deferredIdentifier = ["identifier"]
+    /// While handlers read payloads (the engine's hint), the message is parsed with the frame, but for a probe.
     private var payloadParsing = PayloadParsing()
-    static let payloadProbeInterval = PayloadParsing.probeInterval
 
     /// Subscriptions of the current connection, by identifier.
     private var subscriptions: [String: Subscription] = [:]

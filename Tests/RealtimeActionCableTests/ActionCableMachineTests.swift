@@ -242,13 +242,13 @@ struct ActionCableMachineTests {
         driver.machine.payloadsAreRead(true)
         var parsed = 0
         var deferred = 0
-        for _ in 0..<(2 * ActionCableMachine.payloadProbeInterval) {
+        for _ in 0..<(2 * PayloadParsing.probeInterval) {
             for event in driver.receive(frame).delivered {
                 if event.isPayloadParsed { parsed += 1 } else { deferred += 1 }
                 #expect(event.name == "e" && event.data == ["event": "e", "n": 1])  // read after the count: reading parses
             }
         }
-        #expect(deferred == 2 && parsed == 2 * ActionCableMachine.payloadProbeInterval - 2)
+        #expect(deferred == 2 && parsed == 2 * PayloadParsing.probeInterval - 2)
         driver.machine.payloadsAreRead(false)
         #expect(driver.receive(frame).delivered.map(\.isPayloadParsed) == [false])
     }

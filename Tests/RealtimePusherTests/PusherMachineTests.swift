@@ -81,13 +81,13 @@ struct PusherMachineTests {
         driver.machine.payloadsAreRead(true)
         var parsed = 0
         var deferred = 0
-        for _ in 0..<(2 * PusherMachine.payloadProbeInterval) {
+        for _ in 0..<(2 * PayloadParsing.probeInterval) {
             for event in driver.receive(frame).delivered {
                 if event.isPayloadParsed { parsed += 1 } else { deferred += 1 }
                 #expect(event.data == ["n": 1] && event.rawData == #"{"n":1}"#)  // after the count: reading parses
             }
         }
-        #expect(deferred == 2 && parsed == 2 * PusherMachine.payloadProbeInterval - 2)
+        #expect(deferred == 2 && parsed == 2 * PayloadParsing.probeInterval - 2)
         driver.machine.payloadsAreRead(false)
         #expect(driver.receive(frame).delivered.map(\.isPayloadParsed) == [false])
     }

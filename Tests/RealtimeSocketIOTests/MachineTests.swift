@@ -317,13 +317,13 @@ struct MachineEventTests {
         harness.machine.payloadsAreRead(true)
         var parsed = 0
         var deferred = 0
-        for _ in 0..<(2 * SocketIOMachine.payloadProbeInterval) {
+        for _ in 0..<(2 * PayloadParsing.probeInterval) {
             for event in harness.receive(packet).delivered {
                 if event.isPayloadParsed { parsed += 1 } else { deferred += 1 }
                 #expect(event.name == "tick" && event.arguments == [["n": 1], 2])  // read after the count: reading parses
             }
         }
-        #expect(deferred == 2 && parsed == 2 * SocketIOMachine.payloadProbeInterval - 2)
+        #expect(deferred == 2 && parsed == 2 * PayloadParsing.probeInterval - 2)
         harness.machine.payloadsAreRead(false)
         #expect(harness.receive(packet).delivered.map(\.isPayloadParsed) == [false])
     }

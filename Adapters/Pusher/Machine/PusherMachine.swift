@@ -47,7 +47,6 @@ import Foundation
     /// While handlers read payloads (the engine's hint), an event's `data` is parsed as it arrives, but for
     /// a probe.
     private var payloadParsing = PayloadParsing()
-    static let payloadProbeInterval = PayloadParsing.probeInterval
     /// Channels whose `subscribe` went out and is unanswered, oldest first.
     private var awaitingAnswer: [String] = []
     /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).

@@ -26,7 +26,6 @@ import Foundation
     /// The engine's hint that handlers read event payloads: events are then parsed as they arrive, but for
     /// a probe.
     private var payloadParsing = PayloadParsing()
-    static let payloadProbeInterval = PayloadParsing.probeInterval
 
     private struct RecoverySession {
         var pid: String

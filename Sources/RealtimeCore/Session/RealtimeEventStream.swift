@@ -120,19 +120,24 @@ final class EventStreamBuffer: Sendable {
 
     /// Hands `event` to a waiting consumer, or keeps it until one asks.
     func push(_ event: RealtimeEvent) {
+        enum Handoff {
+            case toConsumer(UnsafeContinuation<RealtimeEvent?, Never>)
+            case kept
+            case dropped
+        }
         let cost = Self.cost(of: event)
-        let waiter = state.withLock { state -> UnsafeContinuation<RealtimeEvent?, Never>?? in
-            if state.finished { return .some(nil) }
-            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
+        let handoff = state.withLock { state -> Handoff in
+            if state.finished { return .dropped }
+            if !state.waiters.isEmpty { return .toConsumer(state.waiters.removeFirst()) }
             state.events.append(event)
             state.backlog.events += cost.events
             state.backlog.bytes += cost.bytes
-            return nil
+            return .kept
         }
-        switch waiter {
-        case .some(.some(let consumer)): consumer.resume(returning: event)  // taken at once: no backlog
-        case .some(.none): return  // the stream has ended
-        case .none: buffered(cost)
+        switch handoff {
+        case .toConsumer(let consumer): consumer.resume(returning: event)  // taken at once: no backlog
+        case .kept: buffered(cost)
+        case .dropped: break  // the stream has ended
         }
     }
 

@@ -81,9 +81,8 @@ enum DialectsBenchmark {
             for dialect in options.dialects {
                 if let clientCore { Measure.pinProcess(toCore: clientCore) }  // threads started since the last round
                 series[dialect, default: Series()].session.append(try await sessionRound(dialect, events: events))
-                series[dialect]!.reading.append(try await sessionRound(dialect, events: events, readsPayload: true))
-                series[dialect]!.streaming.append(try await sessionRound(dialect, events: events, readsPayload: true,
-                                                                         viaStream: true))
+                series[dialect]!.reading.append(try await sessionRound(dialect, events: events, consumer: .readingHandler))
+                series[dialect]!.streaming.append(try await sessionRound(dialect, events: events, consumer: .readingStream))
                 series[dialect]!.transport.append(try transportRound(dialect, events: events))
                 var progress = "  round \(round + 1)/\(rounds) \(dialect.rawValue): session "
                     + Format.rate(series[dialect]!.session.last!.perCPUSecond) + "/CPU-s, reading payloads "
@@ -174,8 +173,18 @@ enum DialectsBenchmark {
     // MARK: Rounds
 
     /// A `RealtimeSession` as an app makes it (its own one-thread event loop, the default delivery queue).
-    static func sessionRound(_ dialect: BenchDialect, events: Int, readsPayload: Bool = false,
-                             viaStream: Bool = false) async throws -> TransportBenchmark.Throughput {
+    /// What takes the session's events in a round.
+    enum Consumer {
+        /// A handler that only counts.
+        case countingHandler
+        /// A handler that reads each event's `data`.
+        case readingHandler
+        /// A `for await` loop over `channel.events(_:)` that reads each event's `data`.
+        case readingStream
+    }
+
+    static func sessionRound(_ dialect: BenchDialect, events: Int,
+                             consumer kind: Consumer = .countingHandler) async throws -> TransportBenchmark.Throughput {
         let blaster = try ChildProcess(arguments: ["dialects", "blaster", "--dialect", dialect.rawValue,
                                                    "--count", String(events)], core: blasterCore)
         defer { blaster.stop(grace: 2) }
@@ -184,19 +193,20 @@ enum DialectsBenchmark {
         defer { session.disconnect() }
         let handled = Countdown(events)
         let channel = session.channel(dialect.channel)
-        var consumer: Task<Void, Never>?
-        defer { consumer?.cancel() }
-        if viaStream {
-            let stream = channel.events(dialect.eventName)
-            consumer = Task.detached {
-                for await event in stream where event.data != .null { _ = handled.tick() }
-            }
-        } else if readsPayload {
+        var loop: Task<Void, Never>?
+        defer { loop?.cancel() }
+        switch kind {
+        case .countingHandler:
+            channel.on(dialect.eventName) { _ in _ = handled.tick() }
+        case .readingHandler:
             channel.on(dialect.eventName) { event in
                 if event.data != .null { _ = handled.tick() }  // every blasted event's payload is an object
             }
-        } else {
-            channel.on(dialect.eventName) { _ in _ = handled.tick() }
+        case .readingStream:
+            let stream = channel.events(dialect.eventName)
+            loop = Task.detached {
+                for await event in stream where event.data != .null { _ = handled.tick() }
+            }
         }
         try await session.connect()
         _ = try await channel.subscribed()
