@@ -11,22 +11,24 @@ import RealtimeWebSocket
 enum DeflateBenchmark {
     struct Workload {
         var name: String
+        /// The case in `--json` output.
+        var key: String
         var count: Int
         var message: (Int) -> String
     }
 
-    static func run(count: Int, rounds: Int, level: Int = 6) throws {
+    static func run(count: Int, rounds: Int, level: Int = 6, out: BenchOutput) throws {
         // A quarter of the count in events, a sixty-fourth in documents (about 37 and 60 MB of payload at
         // the default count): every message of a round is held in memory, compressed, by the blaster.
         let workloads = [
-            Workload(name: "150-byte event", count: max(1_000, count / 4 / 1_000 * 1_000), message: event),
-            Workload(name: "4 KiB JSON document", count: max(1_000, count / 64 / 1_000 * 1_000), message: document),
+            Workload(name: "150-byte event", key: "deflate-event", count: max(1_000, count / 4 / 1_000 * 1_000), message: event),
+            Workload(name: "4 KiB JSON document", key: "deflate-document", count: max(1_000, count / 64 / 1_000 * 1_000), message: document),
         ]
-        print("deflate: level \(level)\(level == 6 ? "" : " (not the default 6)"), 32 KiB window, context takeover both ways; uncompressed in the same run")
-        for workload in workloads { try measure(workload, rounds: rounds, level: level) }
+        out.say("deflate: level \(level)\(level == 6 ? "" : " (not the default 6)"), 32 KiB window, context takeover both ways; uncompressed in the same run")
+        for workload in workloads { try measure(workload, rounds: rounds, level: level, out: out) }
     }
 
-    static func measure(_ workload: Workload, rounds: Int, level: Int) throws {
+    static func measure(_ workload: Workload, rounds: Int, level: Int, out: BenchOutput) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("realtime-bench-deflate-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -64,17 +66,24 @@ enum DeflateBenchmark {
         try Data(plain).write(to: plainFile)
         try Data(compressed).write(to: compressedFile)
 
-        print("  \(workload.name), \(workload.count) messages, \(payloadBytes / workload.count) B on average:")
-        print(String(format: "    ratio: %.3f (%.1f B per message on the wire instead of %.1f; %.1f× smaller)",
+        out.say("  \(workload.name), \(workload.count) messages, \(payloadBytes / workload.count) B on average:")
+        out.say(String(format: "    ratio: %.3f (%.1f B per message on the wire instead of %.1f; %.1f× smaller)",
                      Double(compressedPayload) / Double(payloadBytes), Double(compressedPayload) / Double(workload.count),
                      Double(payloadBytes) / Double(workload.count), Double(payloadBytes) / Double(compressedPayload)))
-        print(String(format: "    encode from memory: compressed %.2f µs per message (%.0f MB/s of payload), uncompressed %.2f µs",
+        out.say(String(format: "    encode from memory: compressed %.2f µs per message (%.0f MB/s of payload), uncompressed %.2f µs",
                      compressSeconds / Double(workload.count) * 1e6, Double(payloadBytes) / compressSeconds / 1e6,
                      copySeconds / Double(workload.count) * 1e6))
+        let perMessage = Double(workload.count)
+        out.figure("transport", workload.key, "wire_bytes_per_message", Double(compressedPayload) / perMessage,
+                   baseline: "uncompressed", baselineValue: Double(payloadBytes) / perMessage)
+        out.figure("transport", workload.key, "compress_us_per_message", compressSeconds / perMessage * 1e6,
+                   baseline: "uncompressed", baselineValue: copySeconds / perMessage * 1e6)
         let plainFloor = decodeFromMemory(Array(plain), repeats: workload.count / 1_000, deflate: false)
         let inflateFloor = decodeFromMemory(compressed, repeats: 1, deflate: true)
-        print(String(format: "    decode from memory (client codec): compressed %.2f M msg/s = %.2f µs per message, uncompressed %.2f M msg/s = %.2f µs",
+        out.say(String(format: "    decode from memory (client codec): compressed %.2f M msg/s = %.2f µs per message, uncompressed %.2f M msg/s = %.2f µs",
                      inflateFloor / 1e6, 1e6 / inflateFloor, plainFloor / 1e6, 1e6 / plainFloor))
+        out.figure("transport", workload.key, "decode_us_per_message", 1e6 / inflateFloor,
+                   baseline: "uncompressed", baselineValue: 1e6 / plainFloor)
 
         var plainRuns: [TransportBenchmark.Throughput] = []
         var compressedRuns: [TransportBenchmark.Throughput] = []
@@ -86,17 +95,20 @@ enum DeflateBenchmark {
                 count: workload.count, certificates: nil, cipher: .aesGCM,
                 blasterArguments: ["--frames-file", compressedFile.path, "--file-frames", String(workload.count), "--deflate"]))
         }
+        TransportBenchmark.series(workload.key, compressedRuns, baseline: "uncompressed",
+                                  baselineValues: (plainRuns.map(\.perCPUSecond).max() ?? .nan,
+                                                   TransportBenchmark.median(plainRuns.map(\.perCPUSecond))), out: out)
         let bestPlain = plainRuns.max { $0.perCPUSecond < $1.perCPUSecond }!
         let bestCompressed = compressedRuns.max { $0.perCPUSecond < $1.perCPUSecond }!
-        print("    ws receive rounds, uncompressed / compressed (M msg per client CPU-second): "
+        out.say("    ws receive rounds, uncompressed / compressed (M msg per client CPU-second): "
               + zip(plainRuns, compressedRuns).map { String(format: "%.2f/%.2f", $0.perCPUSecond / 1e6, $1.perCPUSecond / 1e6) }
               .joined(separator: ", "))
         for (label, best, bytes) in [("uncompressed", bestPlain, payloadBytes), ("compressed  ", bestCompressed, compressedPayload)] {
-            print(String(format: "    ws receive, %@: %.2f M msg/s, %.2f M msg per client CPU-second, %.0f MB/s of payload on the wire (best of %d)",
+            out.say(String(format: "    ws receive, %@: %.2f M msg/s, %.2f M msg per client CPU-second, %.0f MB/s of payload on the wire (best of %d)",
                          label, best.perSecond / 1e6, best.perCPUSecond / 1e6,
                          Double(bytes) / Double(workload.count) * best.perSecond / 1e6, rounds))
         }
-        print(String(format: "    compressed / uncompressed, msg per client CPU-second: best rounds %.2f×, median rounds %.2f×",
+        out.say(String(format: "    compressed / uncompressed, msg per client CPU-second: best rounds %.2f×, median rounds %.2f×",
                      bestCompressed.perCPUSecond / bestPlain.perCPUSecond,
                      TransportBenchmark.median(compressedRuns.map(\.perCPUSecond))
                          / TransportBenchmark.median(plainRuns.map(\.perCPUSecond))))

@@ -4,10 +4,12 @@ import RealtimeCore
 /// Parses and serializes a typical Pusher-style event with Foundation and with `JSONValue`, all in
 /// one run, and prints ns/op, ops/s and the ratio to `JSONSerialization`.
 ///
-/// Rows run in interleaved rounds and each keeps its fastest round, so load from other processes on
-/// a shared machine disturbs the ratios less than it disturbs the absolute figures.
+/// Rows run in interleaved rounds; each reports its fastest and its median round, the fastest being what
+/// load from other processes on a shared machine disturbs least.
 ///
-/// Usage: `realtime-bench json [--iterations N] [--rounds R] [--only WORD]` (build with `-c release`).
+/// Usage: `realtime-bench json [--iterations N] [--rounds R] [--only WORD] [--quick] [--json]` (build with
+/// `-c release`). With `--json`, one figure per row and metric (`ns_per_op`, `ns_per_op_median`), the
+/// group's Foundation row as the baseline.
 enum JSONBenchmark {
     static let event = #"{"event":"order-updated","channel":"private-orders","data":"{\"id\":12345,\"status\":\"shipped\",\"total\":99.95}"}"#
 
@@ -30,12 +32,21 @@ enum JSONBenchmark {
         var name: String
         /// Returns something derived from the result so the optimizer cannot drop the work.
         var body: () throws -> Int
-        var best = Double.infinity
+        /// Nanoseconds per operation in each measured round.
+        var rounds: [Double] = []
+        var best: Double { rounds.min() ?? .infinity }
+
+        /// The row's name in `--json` output: `parse  JSONValue.parse (String)` → `parse-jsonvalue.parse-string`.
+        var key: String {
+            name.lowercased().split { " ()->+,".contains($0) }.joined(separator: "-")
+        }
     }
 
     static func run(arguments: [String]) async throws {
-        let iterations = intOption("--iterations", in: arguments) ?? 200_000
-        let rounds = intOption("--rounds", in: arguments) ?? 5
+        let quick = arguments.contains("--quick")
+        let out = BenchOutput(json: arguments.contains("--json"))
+        let iterations = intOption("--iterations", in: arguments) ?? (quick ? 2_000 : 200_000)
+        let rounds = intOption("--rounds", in: arguments) ?? (quick ? 2 : 5)
         // `--only WORD` keeps just the rows whose name contains WORD (for profiling).
         let only = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
 
@@ -99,9 +110,12 @@ enum JSONBenchmark {
         ]
         if let only { rows.removeAll { !$0.name.contains(only) } }
 
-        print("json: \(bytes.count)-byte event, \(iterations) iterations x \(rounds) rounds per row, best round kept")
-        print("json: \(text)")
-        print("json: nested rows use a \(nestedData.count)-byte presence roster")
+        out.say("json: \(bytes.count)-byte event, \(iterations) iterations x \(rounds) rounds per row, best and median rounds")
+        out.say("json: \(text)")
+        out.say("json: nested rows use a \(nestedData.count)-byte presence roster")
+        out.figure("json", "run", "event_bytes", Double(bytes.count))
+        out.figure("json", "run", "nested_bytes", Double(nestedData.count))
+        out.figure("json", "run", "rounds", Double(rounds))
 
         var sink = 0
         for round in 0...rounds {
@@ -111,19 +125,24 @@ enum JSONBenchmark {
                 for _ in 0..<count { sink &+= try rows[index].body() }
                 let elapsed = ContinuousClock.now - start
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                if round > 0 { rows[index].best = min(rows[index].best, seconds * 1e9 / Double(count)) }
+                if round > 0 { rows[index].rounds.append(seconds * 1e9 / Double(count)) }
             }
         }
-        if sink == 42 { print("") }
+        if sink == 42 { out.say("") }
 
         for row in rows {
-            let baseline = rows.first { $0.group == row.group }?.best
+            let baseline = rows.first { $0.group == row.group }
+            let median = Measure.median(row.rounds)
             let padded = row.name.padding(toLength: 46, withPad: " ", startingAt: 0)
-            var line = "json: \(padded) " + String(format: "%8.1f ns/op %10.0f ops/s", row.best, 1e9 / row.best)
+            var line = "json: \(padded) " + String(format: "%8.1f ns/op (median %8.1f) %10.0f ops/s", row.best, median, 1e9 / row.best)
             if let baseline, only == nil {
-                line += String(format: "  %5.2fx vs JSONSerialization", baseline / row.best)
+                line += String(format: "  %5.2fx vs JSONSerialization", baseline.best / row.best)
             }
-            print(line)
+            out.say(line)
+            let comparable = only == nil ? baseline : nil
+            out.figure("json", row.key, "ns_per_op", row.best, baseline: comparable?.key, baselineValue: comparable?.best)
+            out.figure("json", row.key, "ns_per_op_median", median, baseline: comparable?.key,
+                       baselineValue: comparable.map { Measure.median($0.rounds) })
         }
     }
 

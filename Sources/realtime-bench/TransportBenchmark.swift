@@ -11,6 +11,10 @@ import Glibc
 /// `realtime-bench transport`: loopback throughput over ws:// and wss:// against a blaster child process,
 /// beside a parse-only floor measured in the same run, then 10,000 idle connections.
 ///
+/// With `--json`, one figure per line (msg per client CPU-second best and median per series, the record layer,
+/// deflate, idle connections) and the prose on stderr; `--quick` is a smoke run (20,000 frames, 2 rounds, 200 idle
+/// connections).
+///
 /// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 15), `--idle N` (connections, default 10,000),
 /// `--skip-idle`, `--skip-tls`, `--skip-deflate`, `--deflate-rounds N` (default 5), `--deflate-level N` (with `--only deflate`; default 6), `--cipher aes|chacha` (default: aes, the library's fixed default), `--only ws|wss|wss-openssl|deflate`
 /// (one series alone, for profiling). Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
@@ -28,8 +32,11 @@ enum TransportBenchmark {
         default:
             break
         }
-        let count = option("--count", in: arguments) ?? 1_000_000
-        let idle = option("--idle", in: arguments) ?? 10_000
+        let quick = arguments.contains("--quick")
+        let out = BenchOutput(json: arguments.contains("--json"))
+        let count = option("--count", in: arguments) ?? (quick ? 20_000 : 1_000_000)
+        let idle = option("--idle", in: arguments) ?? (quick ? 200 : 10_000)
+        let deflateRounds = option("--deflate-rounds", in: arguments) ?? (quick ? 1 : 5)
         let skipTLS = arguments.contains("--skip-tls")
         raiseFileLimit()
         // The client's threads (started later, so they inherit this) stay off the blaster's core: without
@@ -39,7 +46,7 @@ enum TransportBenchmark {
         let certificates = skipTLS ? nil : try BenchmarkCertificates.make()
         defer { certificates?.remove() }
 
-        print("transport: \(count) text frames of \(payloadSize) B over loopback, blaster pinned to core 1"
+        out.say("transport: \(count) text frames of \(payloadSize) B over loopback, blaster pinned to core 1"
               + (clientPinned ? ", client to core 0" : " (client not pinned)"))
         let cipher: TLSCipherPreference
         switch arguments.firstIndex(of: "--cipher").map({ arguments[min($0 + 1, arguments.count - 1)] }) {
@@ -48,42 +55,53 @@ enum TransportBenchmark {
         default: cipher = .aesGCM
         }
         if !skipTLS {
-            print("  wss cipher asked for first: " + TLSCipherSuites.suites(for: cipher).prefix { $0 != ":" })
+            out.say("  wss cipher asked for first: " + TLSCipherSuites.suites(for: cipher).prefix { $0 != ":" })
         }
         let floor = parseOnlyFloor(count: count)
-        print(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
+        out.say(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
+        out.figure("transport", "codec-floor", "msg_per_s", floor)
         let recordLayer = try certificates.map { try tlsRecordFloor(certificates: $0, cipher: cipher, reading: .directDecryptionOptimization) }
         let openSSLRecordLayer = try certificates.map { try tlsRecordFloor(certificates: $0, cipher: cipher, reading: .openSSL) }
         if let recordLayer, let openSSLRecordLayer {
             // What wss adds, measured without sockets: the direct reader (one AEAD pass into the decoder's
             // buffer) and OpenSSL's record path (copy in, decrypt, copy out), beside the AEAD alone.
             let bytes = Double(count * encodedFrame().count)
-            print(String(format: "  wss record layer alone (TLSEngine, from memory, per %d frames): direct decryption optimization %.2f GB/s = %.0f ms; OpenSSL's record layer (the default) %.2f GB/s = %.0f ms; direct / OpenSSL = %.2f×",
+            out.say(String(format: "  wss record layer alone (TLSEngine, from memory, per %d frames): direct decryption optimization %.2f GB/s = %.0f ms; OpenSSL's record layer (the default) %.2f GB/s = %.0f ms; direct / OpenSSL = %.2f×",
                          count, recordLayer.engine / 1e9, bytes / recordLayer.engine * 1e3,
                          openSSLRecordLayer.engine / 1e9, bytes / openSSLRecordLayer.engine * 1e3,
                          recordLayer.engine / openSSLRecordLayer.engine))
+            let million = Double(1_000_000 * encodedFrame().count)
+            out.figure("transport", "record-layer-direct", "ms_per_1m_frames", million / recordLayer.engine * 1e3,
+                       baseline: "record-layer-openssl", baselineValue: million / openSSLRecordLayer.engine * 1e3)
             let wide = wideOpenBytesPerSecond()
-            print(String(format: "  the AEAD alone on 16 KiB records: OpenSSL's EVP %.2f GB/s = %.0f ms", recordLayer.aead / 1e9, bytes / recordLayer.aead * 1e3)
+            out.figure("transport", "aead-vaes", "bytes_per_s", wide > 0 ? wide : nil,
+                       baseline: "aead-evp", baselineValue: recordLayer.aead, note: wide > 0 ? nil : "no VAES here")
+            out.say(String(format: "  the AEAD alone on 16 KiB records: OpenSSL's EVP %.2f GB/s = %.0f ms", recordLayer.aead / 1e9, bytes / recordLayer.aead * 1e3)
                   + (wide > 0 ? String(format: "; the direct reader's VAES AES-GCM opener %.2f GB/s = %.0f ms", wide / 1e9, bytes / wide * 1e3)
                               : " (no VAES here: the direct reader uses EVP)"))
         }
         // Alternating rounds, best of each: this machine is shared and noisy (±20 %).
-        let rounds = option("--rounds", in: arguments) ?? 15
+        let rounds = option("--rounds", in: arguments) ?? (quick ? 2 : 15)
+        // The run's sizes, so a table made from the figures can say what was measured.
+        out.figure("transport", "run", "frames_per_round", Double(count))
+        out.figure("transport", "run", "rounds", Double(rounds))
+        out.figure("transport", "run", "deflate_rounds", Double(deflateRounds))
+        out.figure("transport", "run", "idle_connections", Double(arguments.contains("--skip-idle") ? 0 : idle))
         var plainRuns: [Throughput] = []
         var secureRuns: [Throughput] = []
         var openSSLRuns: [Throughput] = []
         // `--only ws|wss|wss-openssl` runs one series alone (for profiling it).
         let only = arguments.firstIndex(of: "--only").map { arguments[min($0 + 1, arguments.count - 1)] }
         if only == "deflate" {
-            try DeflateBenchmark.run(count: count, rounds: option("--deflate-rounds", in: arguments) ?? 5,
-                                     level: option("--deflate-level", in: arguments) ?? 6)
+            try DeflateBenchmark.run(count: count, rounds: deflateRounds,
+                                     level: option("--deflate-level", in: arguments) ?? 6, out: out)
             return
         }
         if let only {
             for _ in 0..<rounds {
                 let result = try throughput(count: count, certificates: only == "ws" ? nil : certificates, cipher: cipher,
                                             reading: only == "wss-openssl" ? .openSSL : .directDecryptionOptimization)
-                report(only, result, floor: floor)
+                report(only, result, floor: floor, out: out)
             }
             return
         }
@@ -95,44 +113,48 @@ enum TransportBenchmark {
                 openSSLRuns.append(try throughput(count: count, certificates: certificates, cipher: cipher, reading: .openSSL))
             }
         }
-        print("  ws  rounds (M msg per client CPU-second): "
+        out.say("  ws  rounds (M msg per client CPU-second): "
               + plainRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
         let plain = plainRuns.max { $0.perCPUSecond < $1.perCPUSecond }!
-        report("ws ", plain, floor: floor)
+        report("ws ", plain, floor: floor, out: out)
+        series("ws", plainRuns, baseline: "codec-floor", baselineValues: (floor, floor), out: out)
         if certificates != nil {
-            print("  wss rounds, direct decryption optimization (M msg per client CPU-second): "
+            out.say("  wss rounds, direct decryption optimization (M msg per client CPU-second): "
                   + secureRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
             let secure = secureRuns.max { $0.perCPUSecond < $1.perCPUSecond }!
-            report("wss (direct)", secure, floor: floor)
+            report("wss (direct)", secure, floor: floor, out: out)
+            let wsValues = (plain.perCPUSecond, median(plainRuns.map(\.perCPUSecond)))
+            series("wss-direct", secureRuns, baseline: "ws", baselineValues: wsValues, out: out)
+            series("wss-openssl", openSSLRuns, baseline: "ws", baselineValues: wsValues, out: out)
             let slowdown = 1 - secure.perCPUSecond / plain.perCPUSecond
             let wallSlowdown = 1 - secure.perSecond / plainRuns.map(\.perSecond).max()!
-            print(String(format: "  wss (direct decryption optimization) vs ws (best rounds): %.1f %% fewer msg per client CPU-second, %.1f %% fewer msg/s (target ≤ 15 %%)",
+            out.say(String(format: "  wss (direct decryption optimization) vs ws (best rounds): %.1f %% fewer msg per client CPU-second, %.1f %% fewer msg/s (target ≤ 15 %%)",
                          slowdown * 100, wallSlowdown * 100))
             let medianSlowdown = 1 - median(secureRuns.map(\.perCPUSecond)) / median(plainRuns.map(\.perCPUSecond))
-            print(String(format: "  wss (direct decryption optimization) vs ws (median rounds): %.1f %% fewer msg per client CPU-second", medianSlowdown * 100))
-            print("  wss rounds, OpenSSL's record layer (the default) (M msg per client CPU-second): "
+            out.say(String(format: "  wss (direct decryption optimization) vs ws (median rounds): %.1f %% fewer msg per client CPU-second", medianSlowdown * 100))
+            out.say("  wss rounds, OpenSSL's record layer (the default) (M msg per client CPU-second): "
                   + openSSLRuns.map { String(format: "%.2f", $0.perCPUSecond / 1e6) }.joined(separator: ", "))
             let openSSLBest = openSSLRuns.max { $0.perCPUSecond < $1.perCPUSecond }!
-            print(String(format: "  wss (OpenSSL record layer) vs ws: best rounds %.1f %%, median rounds %.1f %% fewer msg per client CPU-second",
+            out.say(String(format: "  wss (OpenSSL record layer) vs ws: best rounds %.1f %%, median rounds %.1f %% fewer msg per client CPU-second",
                          (1 - openSSLBest.perCPUSecond / plain.perCPUSecond) * 100,
                          (1 - median(openSSLRuns.map(\.perCPUSecond)) / median(plainRuns.map(\.perCPUSecond))) * 100))
-            print(String(format: "  direct decryption optimization / OpenSSL's record layer, msg per client CPU-second: best rounds %.2f×, median rounds %.2f×",
+            out.say(String(format: "  direct decryption optimization / OpenSSL's record layer, msg per client CPU-second: best rounds %.2f×, median rounds %.2f×",
                          secure.perCPUSecond / openSSLBest.perCPUSecond,
                          median(secureRuns.map(\.perCPUSecond)) / median(openSSLRuns.map(\.perCPUSecond))))
             if let recordLayer {
                 // The slowdown the record layer alone implies for the median ws round, all else equal.
                 let wsSeconds = Double(count) / median(plainRuns.map(\.perCPUSecond))
                 let recordSeconds = Double(count * encodedFrame().count) / recordLayer.engine
-                print(String(format: "  record layer's share: %.1f %% (of a wss round at the median ws cost plus the record layer's time)",
+                out.say(String(format: "  record layer's share: %.1f %% (of a wss round at the median ws cost plus the record layer's time)",
                              recordSeconds / (wsSeconds + recordSeconds) * 100))
             }
         }
         if !arguments.contains("--skip-deflate") {
-            try DeflateBenchmark.run(count: count, rounds: option("--deflate-rounds", in: arguments) ?? 5)
+            try DeflateBenchmark.run(count: count, rounds: deflateRounds, out: out)
         }
         if !arguments.contains("--skip-idle") {
-            try idleConnections(count: idle, certificates: nil)
-            if let certificates { try idleConnections(count: idle, certificates: certificates) }
+            try idleConnections(count: idle, certificates: nil, out: out)
+            if let certificates { try idleConnections(count: idle, certificates: certificates, out: out) }
         }
     }
 
@@ -146,10 +168,21 @@ enum TransportBenchmark {
         var perCPUSecond: Double { Double(messages) / cpuSeconds }
     }
 
-    static func report(_ label: String, _ result: Throughput, floor: Double) {
-        print(String(format: "  %@ client: %.2f M msg/s, %.2f M msg per client CPU-second (%.2f s wall, %.2f s CPU), %.0f %% of the floor",
+    static func report(_ label: String, _ result: Throughput, floor: Double, out: BenchOutput) {
+        out.say(String(format: "  %@ client: %.2f M msg/s, %.2f M msg per client CPU-second (%.2f s wall, %.2f s CPU), %.0f %% of the floor",
                      label, result.perSecond / 1e6, result.perCPUSecond / 1e6, result.seconds, result.cpuSeconds,
                      result.perCPUSecond / floor * 100))
+    }
+
+    /// A series' best and median rounds as `msg_per_cpu_s[_median]` and `msg_per_s[_median]` figures.
+    static func series(_ name: String, _ runs: [Throughput], baseline: String, baselineValues: (best: Double, median: Double),
+                       out: BenchOutput) {
+        out.figure("transport", name, "msg_per_cpu_s", runs.map(\.perCPUSecond).max(),
+                   baseline: baseline, baselineValue: baselineValues.best)
+        out.figure("transport", name, "msg_per_cpu_s_median", median(runs.map(\.perCPUSecond)),
+                   baseline: baseline, baselineValue: baselineValues.median)
+        out.figure("transport", name, "msg_per_s", runs.map(\.perSecond).max())
+        out.figure("transport", name, "msg_per_s_median", median(runs.map(\.perSecond)))
     }
 
     /// One frame as the server sends it: FIN+text, 16-bit length, no mask.
@@ -321,7 +354,7 @@ enum TransportBenchmark {
 
     // MARK: Idle connections
 
-    static func idleConnections(count: Int, certificates: BenchmarkCertificates?) throws {
+    static func idleConnections(count: Int, certificates: BenchmarkCertificates?, out: BenchOutput) throws {
         var arguments = ["transport", "idle-server"]
         if let certificates { arguments += ["--tls", certificates.certificate, certificates.key] }
         let child = try ChildProcess(arguments: arguments, core: nil)
@@ -376,10 +409,14 @@ enum TransportBenchmark {
         let threads = processStatus("Threads")
         let openCount = opened.withLock { $0 }
         let failures = failed.withLock { $0 }
-        print(String(format: "  %@ idle: %d of %d connections open in %.1f s; threads in this process: %d (target ≤ 8); RSS +%.1f MiB = %.1f KiB per connection (target ≤ %d KiB)",
+        out.say(String(format: "  %@ idle: %d of %d connections open in %.1f s; threads in this process: %d (target ≤ 8); RSS +%.1f MiB = %.1f KiB per connection (target ≤ %d KiB)",
                      scheme, openCount, count, seconds, threads, Double(rssAfter - rssBefore) / 1024,
                      Double(rssAfter - rssBefore) / Double(max(openCount, 1)), certificates == nil ? 64 : 160))
-        if let first = failures.first { print("    \(failures.count) failed, first: \(first)") }
+        if let first = failures.first { out.say("    \(failures.count) failed, first: \(first)") }
+        out.figure("transport", "idle-\(scheme)", "connections_open", Double(openCount), note: "of \(count)")
+        out.figure("transport", "idle-\(scheme)", "rss_bytes_per_connection",
+                   Double(rssAfter - rssBefore) * 1024 / Double(max(openCount, 1)))
+        out.figure("transport", "idle-\(scheme)", "threads", Double(threads))
         for connection in connections { connection.abort() }
         warmConnection.abort()
     }

@@ -1,24 +1,26 @@
 #!/usr/bin/env python3
-"""Turns `realtime-bench dialects|latency|scale --json` output into the README's measured tables.
+"""Turns `realtime-bench json|transport|dialects|latency|scale --json` output into the README's measured tables.
 
 Usage:
-  realtime-bench dialects --json > out/dialects.jsonl   (and latency, scale)
+  realtime-bench dialects --json > out/dialects.jsonl   (and json, transport, latency, scale)
   Tests/Fixtures/bench/readme-table.py out/ [--update README.md]
 
 Prints the tables (markdown); with --update, replaces what lies between the README's
-`<!-- bench-tables:begin -->` and `<!-- bench-tables:end -->` markers. Every figure comes from the
-JSON lines; nothing here is typed by hand.
+`<!-- bench-transport:begin -->` and `<!-- bench-transport:end -->` markers (json, transport) and between
+`<!-- bench-tables:begin -->` and `<!-- bench-tables:end -->` (dialects, latency, scale), each only when its
+suites' files are in the folder. Every figure comes from the JSON lines; nothing here is typed by hand.
 """
 import json
 import os
 import sys
 
 DIALECTS = [("socketio", "Socket.IO"), ("pusher", "Pusher"), ("actioncable", "Action Cable")]
+SUITES = ("json", "transport", "dialects", "latency", "scale")
 
 
 def load(folder):
     figures = {}
-    for suite in ("dialects", "latency", "scale"):
+    for suite in SUITES:
         path = os.path.join(folder, f"{suite}.jsonl")
         if not os.path.exists(path):
             continue
@@ -40,6 +42,90 @@ def find(figures, bench, case, metric, baseline=...):
 
 def k(value):
     return "–" if value is None else f"{value / 1e3:.0f} k"
+
+
+def value(figures, bench, case, metric):
+    figure = find(figures, bench, case, metric)
+    return None if figure is None else figure["value"]
+
+
+def m(value):
+    return "–" if value is None else f"{value / 1e6:.2f} M"
+
+
+def below(ours, theirs):
+    """How far `ours` is below `theirs`, in percent."""
+    return "–" if not ours or not theirs else f"{(1 - ours / theirs) * 100:.0f} %"
+
+
+def best_median(figures, case, unit=m):
+    best = value(figures, "transport", case, "msg_per_cpu_s")
+    median = value(figures, "transport", case, "msg_per_cpu_s_median")
+    return f"{unit(best)} / {unit(median)}", best, median
+
+
+def transport_table(figures):
+    rows = ["| what | figure: best / median | baseline in the same run |", "| --- | --- | --- |"]
+    parse = find(figures, "json", "parse-jsonvalue.parse-string", "ns_per_op")
+    parse_median = find(figures, "json", "parse-jsonvalue.parse-string", "ns_per_op_median")
+    event_bytes = value(figures, "json", "run", "event_bytes")
+    if parse and parse_median:
+        rows.append(f"| JSON parse, {event_bytes:.0f}-byte event (`JSONValue.parse`) | {parse['value']:.0f} / "
+                    f"{parse_median['value']:.0f} ns | JSONSerialization {parse['baseline_value']:.0f} / "
+                    f"{parse_median['baseline_value']:.0f} ns, {parse['baseline_value'] / parse['value']:.1f}× / "
+                    f"{parse_median['baseline_value'] / parse_median['value']:.1f}× as long |")
+    frames = value(figures, "transport", "run", "frames_per_round")
+    rounds = value(figures, "transport", "run", "rounds")
+    ws_text, ws_best, ws_median = best_median(figures, "ws")
+    if ws_best is not None:
+        floor = value(figures, "transport", "codec-floor", "msg_per_s")
+        rows.append(f"| ws receive, {frames / 1e6:g} M × 150-byte frames per round, {rounds:.0f} rounds: msg per client "
+                    f"CPU-second | {ws_text} | the codec alone, from memory: {m(floor)} msg/s |")
+        openssl_text, openssl_best, openssl_median = best_median(figures, "wss-openssl")
+        direct_text, direct_best, direct_median = best_median(figures, "wss-direct")
+        if openssl_best is not None:
+            rows.append(f"| wss receive, same (TLS 1.3, AES-128-GCM), OpenSSL's record layer (the default) | "
+                        f"{openssl_text} | {below(openssl_best, ws_best)} / {below(openssl_median, ws_median)} below ws |")
+        if direct_best is not None:
+            rows.append(f"| wss receive, same, `.directDecryptionOptimization` | {direct_text} | "
+                        f"{below(direct_best, ws_best)} / {below(direct_median, ws_median)} below ws; "
+                        f"{direct_best / openssl_best:.2f}× / {direct_median / openssl_median:.2f}× OpenSSL's record layer |")
+    record = find(figures, "transport", "record-layer-direct", "ms_per_1m_frames")
+    if record:
+        aead = find(figures, "transport", "aead-vaes", "bytes_per_s")
+        opener = ("" if aead is None else
+                  f"; AES-GCM alone: EVP {aead['baseline_value'] / 1e9:.1f} GB/s" +
+                  ("" if aead["value"] is None else f", the VAES opener {aead['value'] / 1e9:.1f} GB/s"))
+        rows.append(f"| TLS 1.3 record layer alone, 1 M frames from memory (best of 3) | `.directDecryptionOptimization` "
+                    f"{record['value']:.0f} ms | OpenSSL's record layer {record['baseline_value']:.0f} ms "
+                    f"({record['baseline_value'] / record['value']:.1f}× as long){opener} |")
+    idle = value(figures, "transport", "run", "idle_connections")
+    ws_idle = value(figures, "transport", "idle-ws", "rss_bytes_per_connection")
+    wss_idle = value(figures, "transport", "idle-wss", "rss_bytes_per_connection")
+    if idle and ws_idle is not None:
+        threads = max(value(figures, "transport", f"idle-{s}", "threads") or 0 for s in ("ws", "wss"))
+        wss = "" if wss_idle is None else f", wss {wss_idle / 1024:.1f} KiB"
+        rows.append(f"| {idle:,.0f} idle connections, RSS each | ws {ws_idle / 1024:.1f} KiB{wss}; {threads:.0f} threads "
+                    f"in the process | — |")
+    deflate_rounds = value(figures, "transport", "run", "deflate_rounds")
+    for case, title in (("deflate-event", "150-byte events of changing content"),
+                        ("deflate-document", "4 KiB JSON documents")):
+        wire = find(figures, "transport", case, "wire_bytes_per_message")
+        text, best, median = best_median(figures, case)
+        if wire is None or best is None:
+            continue
+        plain = find(figures, "transport", case, "msg_per_cpu_s")
+        plain_median = find(figures, "transport", case, "msg_per_cpu_s_median")
+        compress = find(figures, "transport", case, "compress_us_per_message")
+        decode = find(figures, "transport", case, "decode_us_per_message")
+        rounds_text = f"{deflate_rounds:.0f} round" + ("" if deflate_rounds == 1 else "s")
+        rows.append(f"| permessage-deflate, {title}: ws receive, msg per client CPU-second ({rounds_text}) "
+                    f"| {text}; {wire['value']:.1f} B on the wire per message (ratio {wire['value'] / wire['baseline_value']:.3f}); "
+                    f"compressing {compress['value']:.1f} µs per message; inflating from memory {decode['value']:.1f} µs "
+                    f"| uncompressed {m(plain['baseline_value'])} / {m(plain_median['baseline_value'])} "
+                    f"({best / plain['baseline_value']:.2f}× / {median / plain_median['baseline_value']:.2f}×); "
+                    f"decoding plain frames {decode['baseline_value']:.1f} µs |")
+    return "\n".join(rows)
 
 
 def dialects_table(figures):
@@ -117,10 +203,33 @@ def scale_table(figures):
     return "\n".join(rows)
 
 
+def replace_between(content, name, text):
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    start, stop = content.index(begin) + len(begin), content.index(end)
+    return content[:start] + "\n" + text + "\n" + content[stop:]
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    figures = load(sys.argv[1])
+    folder = sys.argv[1]
+    figures = load(folder)
+    has = lambda *suites: any(os.path.exists(os.path.join(folder, f"{suite}.jsonl")) for suite in suites)
+    blocks = {}
+    if has("json", "transport"):
+        blocks["bench-transport"] = transport_table(figures)
+    if has("dialects", "latency", "scale"):
+        blocks["bench-tables"] = tables(figures)
+    if "--update" in sys.argv:
+        readme = sys.argv[sys.argv.index("--update") + 1]
+        content = open(readme).read()
+        for name, text in blocks.items():
+            content = replace_between(content, name, text)
+        open(readme, "w").write(content)
+    print("\n\n".join(blocks.values()))
+
+
+def tables(figures):
     parts = ["Bulk: 1 M ~150-byte events per round over loopback to one session, one channel and one handler "
              "(`realtime-bench dialects`). The handler either only counts, so payloads are never parsed (each "
              "dialect parses a payload when a handler first reads it), or reads each event's `data`, which "
@@ -132,14 +241,7 @@ def main():
                       f"to the handler, CPU of the client process over the run divided by the events; the two floor "
                       f"rows are what this machine charges before any library code:", "", latency_table(figures, rate), ""]
     parts += ["Memory and reconnection (`realtime-bench scale`):", "", scale_table(figures)]
-    text = "\n".join(parts)
-    if "--update" in sys.argv:
-        readme = sys.argv[sys.argv.index("--update") + 1]
-        content = open(readme).read()
-        begin, end = "<!-- bench-tables:begin -->", "<!-- bench-tables:end -->"
-        start, stop = content.index(begin) + len(begin), content.index(end)
-        open(readme, "w").write(content[:start] + "\n" + text + "\n" + content[stop:])
-    print(text)
+    return "\n".join(parts)
 
 
 main()
