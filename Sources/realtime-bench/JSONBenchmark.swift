@@ -113,6 +113,7 @@ enum JSONBenchmark {
         out.say("json: \(bytes.count)-byte event, \(iterations) iterations x \(rounds) rounds per row, best and median rounds")
         out.say("json: \(text)")
         out.say("json: nested rows use a \(nestedData.count)-byte presence roster")
+        out.machine("json")
         out.figure("json", "run", "event_bytes", Double(bytes.count))
         out.figure("json", "run", "nested_bytes", Double(nestedData.count))
         out.figure("json", "run", "rounds", Double(rounds))

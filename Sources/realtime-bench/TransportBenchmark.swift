@@ -82,6 +82,7 @@ enum TransportBenchmark {
         }
         // Alternating rounds, best of each: this machine is shared and noisy (±20 %).
         let rounds = option("--rounds", in: arguments) ?? (quick ? 2 : 15)
+        out.machine("transport")
         // The run's sizes, so a table made from the figures can say what was measured.
         out.figure("transport", "run", "frames_per_round", Double(count))
         out.figure("transport", "run", "rounds", Double(rounds))

@@ -42,6 +42,7 @@ enum DialectsBenchmark {
         }
         let options = try BenchOptions(arguments)
         let out = options.output
+        out.machine("dialects")
         let events = options.int("--events", full: 1_000_000, quick: 20_000)
         let rounds = options.int("--rounds", full: 5, quick: 2)
         let pythonEvents = options.int("--python-events", full: events, quick: 5_000)

@@ -66,6 +66,7 @@ enum LatencyBenchmark {
     static func run(arguments: [String]) async throws {
         let options = try BenchOptions(arguments)
         let out = options.output
+        out.machine("latency")
         Measure.unpinProcess()
         let rates = (BenchOptions.string("--rates", in: arguments) ?? "1000,10000").split(separator: ",").compactMap { Double($0) }
         let seconds = options.double("--seconds", full: 5, quick: 0.3)

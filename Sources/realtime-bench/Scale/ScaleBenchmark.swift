@@ -36,6 +36,7 @@ enum ScaleBenchmark {
         }
         let options = try BenchOptions(arguments)
         let out = options.output
+        out.machine("scale")
         Measure.unpinProcess()  // the probes and the server inherit it
         let channels = options.int("--channels", full: 10_000, quick: 200)
         let handlers = options.int("--handlers", full: 100_000, quick: 2_000)

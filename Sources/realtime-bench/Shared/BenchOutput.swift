@@ -50,6 +50,24 @@ struct BenchOutput {
         }
     }
 
+    /// The machine a suite ran on, as its first figure: `{"bench":…,"case":"machine","metric":"cores","value":2,
+    /// "note":"AMD EPYC; no VAES"}`, so that tables made from runs on different machines can say so.
+    func machine(_ bench: String) {
+        figure(bench, "machine", "cores", Double(ProcessInfo.processInfo.activeProcessorCount), note: Self.processor)
+    }
+
+    /// The processor's model name and whether it has VAES (which the TLS direct reader uses), from /proc/cpuinfo.
+    static var processor: String {
+        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return "unknown processor" }
+        let lines = text.split(separator: "\n")
+        func field(_ name: String) -> Substring? {
+            lines.first { $0.hasPrefix(name) }?.split(separator: ":", maxSplits: 1).last?.drop { $0 == " " }
+        }
+        let model = field("model name").map(String.init) ?? "unknown processor"
+        let hasVAES = field("flags")?.split(separator: " ").contains("vaes") ?? false
+        return model + (hasVAES ? "; VAES" : "; no VAES")
+    }
+
     /// One figure beside its baseline: `{"bench":…,"case":…,"metric":…,"value":…,"baseline":…,"baseline_value":…}`,
     /// plus `"note"` when there is something to say (a skipped baseline says why). Printed with `--json` only.
     func figure(_ bench: String, _ caseName: String, _ metric: String, _ value: Double?,

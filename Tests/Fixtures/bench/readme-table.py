@@ -203,6 +203,18 @@ def scale_table(figures):
     return "\n".join(rows)
 
 
+def machine_line(figures, suites):
+    """Says which processor the suites ran on, from their `machine` figures (nothing for older output)."""
+    machines = []
+    for suite in suites:
+        figure = find(figures, suite, "machine", "cores")
+        if figure:
+            text = f"{figure.get('note', 'unknown processor')}, {figure['value']:.0f} cores"
+            if text not in machines:
+                machines.append(text)
+    return "" if not machines else f"Measured on: {'; '.join(machines)}.\n\n"
+
+
 def replace_between(content, name, text):
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     start, stop = content.index(begin) + len(begin), content.index(end)
@@ -217,9 +229,9 @@ def main():
     has = lambda *suites: any(os.path.exists(os.path.join(folder, f"{suite}.jsonl")) for suite in suites)
     blocks = {}
     if has("json", "transport"):
-        blocks["bench-transport"] = transport_table(figures)
+        blocks["bench-transport"] = machine_line(figures, ("json", "transport")) + transport_table(figures)
     if has("dialects", "latency", "scale"):
-        blocks["bench-tables"] = tables(figures)
+        blocks["bench-tables"] = machine_line(figures, ("dialects", "latency", "scale")) + tables(figures)
     if "--update" in sys.argv:
         readme = sys.argv[sys.argv.index("--update") + 1]
         content = open(readme).read()
