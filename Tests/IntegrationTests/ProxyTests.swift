@@ -154,6 +154,62 @@ struct ProxyTests {
         }
     }
 
+    @Test("Pusher (pusher-fake) through tinyproxy: a private channel's .endpoint auth goes through the proxy too",
+          .enabled(if: PusherFakeServer.unavailableReason == nil || PeerRequirement.required,
+                   "run Tests/Fixtures/pusher-fake/provision.sh"))
+    func pusherEndpointAuth() async throws {
+        let server = try await PusherFakeServer.start()
+        defer { server.stop() }
+        let app = try await PusherFakeApp.start(for: server)
+        defer { app.stop() }
+        let authPort = try #require(app.authURL.port)
+        let tinyproxy = try await TinyProxy.start(connectPorts: [server.wsPort, authPort])
+        defer { tinyproxy.stop() }
+        let session = RealtimeSession(dialect: .pusher(key: PusherFakeServer.key, auth: .endpoint(app.authURL),
+                                                       host: "127.0.0.1", port: server.wsPort),
+                                      transport: proxiedTransport(tinyproxy.configuration()), options: proxyTestOptions)
+        defer { session.disconnect() }
+        let room = session.channel("private-proxied")
+        let log = FakeEventLog(room, "greet")
+        try await session.connect()
+        _ = try await room.subscribed()
+        #expect(app.authRequests.map(\.channel) == ["private-proxied"])
+        #expect(tinyproxy.connectRequests(to: authPort) == 1, "\(tinyproxy.log)")
+        #expect(tinyproxy.connectRequests(to: server.wsPort) == 1, "\(tinyproxy.log)")
+        try await app.trigger("private-proxied", "greet", ["via": "proxy"])
+        await pusherWait("the trigger", seconds: 20) { log.count == 1 }
+        #expect(log.data() == [["via": "proxy"]])
+    }
+
+    @Test("an https auth endpoint through tinyproxy gets the platform's trust, not the transport's extra root",
+          .enabled(if: PusherFakeServer.unavailableReason == nil || PeerRequirement.required,
+                   "run Tests/Fixtures/pusher-fake/provision.sh"))
+    func pusherEndpointAuthTrust() async throws {
+        try await withCertificates(true) { certificates in
+            let certificates = try #require(certificates)
+            let server = try await PusherFakeServer.start()
+            defer { server.stop() }
+            // A backend whose certificate only the throwaway CA, which the transport trusts, vouches for.
+            let backend = try await startOpenSSLWebServer(certificates)
+            defer { PusherFakeServer.killAndReap(backend.process) }
+            let tinyproxy = try await TinyProxy.start(connectPorts: [server.wsPort, backend.port])
+            defer { tinyproxy.stop() }
+            let endpoint = URL(string: "https://127.0.0.1:\(backend.port)/pusher/auth")!
+            let session = RealtimeSession(dialect: .pusher(key: PusherFakeServer.key, auth: .endpoint(endpoint),
+                                                           host: "127.0.0.1", port: server.wsPort),
+                                          transport: proxiedTransport(tinyproxy.configuration(), trusting: certificates),
+                                          options: proxyTestOptions)
+            defer { session.disconnect() }
+            let room = session.channel("private-proxied")
+            try await session.connect()
+            let error = await #expect(throws: RealtimeError.self) { _ = try await room.subscribed() }
+            #expect(error?.code == .authorizationFailed, "\(String(describing: error))")
+            #expect(error?.context.detail?.contains("unknown certificate authority") == true, "\(String(describing: error))")
+            #expect(tinyproxy.connectRequests(to: backend.port) == 1, "\(tinyproxy.log)")
+            print("proxy: auth backend with the transport's extra root only: \(String(describing: error))")
+        }
+    }
+
     // MARK: Failures, typed
 
     @Test("407 without credentials, wrong credentials (tinyproxy answers 401): typed, saying what was sent; then the right ones connect")
@@ -359,4 +415,24 @@ struct ProxyTests {
             #expect(tinyproxy.connectRequests(to: relay.port) >= 2, "\(tinyproxy.log)")
         }
     }
+}
+
+/// Starts `openssl s_server -www` on 127.0.0.1 at a free port (an https server with the throwaway leaf of
+/// `certificates`); stop it with `PusherFakeServer.killAndReap(_:)`.
+func startOpenSSLWebServer(_ certificates: ChaosCertificates) async throws -> (port: Int, process: Process) {
+    let port = try PusherFakeServer.freePort()
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")  // env execs openssl: same pid
+    process.arguments = ["openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.leaf,
+                         "-key", certificates.key, "-www"]
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    guard await fakeEventually(seconds: 20, { !process.isRunning || TinyProxy.canConnect(port: port) }),
+          process.isRunning else {
+        PusherFakeServer.killAndReap(process)
+        throw PusherFakeError("openssl s_server did not start on \(port)")
+    }
+    return (port, process)
 }

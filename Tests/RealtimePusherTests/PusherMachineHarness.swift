@@ -44,7 +44,8 @@ struct PusherDriver {
         var out: [DialectAction] = []
         for case .perform(let work) in produced {
             let result: Result<JSONValue, RealtimeError>
-            do { result = .success(try await work.run()) } catch let error as RealtimeError { result = .failure(error) }
+            do { result = .success(try await work.run(DialectWorkContext())) }
+            catch let error as RealtimeError { result = .failure(error) }
             catch { result = .failure(RealtimeError(.operationFailed, "\(error)")) }
             out += step { $0.workFinished(work.id, result: result, actions: &$1) }
         }

@@ -235,19 +235,20 @@ struct PusherUserDataFetcherTests {
             return PresenceMember(id: "u1", info: ["n": 1])
         }
         let pusher = PusherAuthRequest(connectionID: "1.2", channel: "presence-room", vendor: .pusher)
-        let presence = try await authorizer.authorize(pusher, key: "app-key")
+        let presence = try await authorizer.authorize(pusher, key: "app-key", context: DialectWorkContext())
         #expect(presence.channelData == #"{"user_id":"u1","user_info":{"n":1}}"#)
         #expect(presence.auth == expectedAuth(#"1.2:presence-room:{"user_id":"u1","user_info":{"n":1}}"#))
         let signin = try await authorizer.authorize(PusherAuthRequest(connectionID: "1.2", channel: nil, vendor: .pusher),
-                                                    key: "app-key")
+                                                    key: "app-key", context: DialectWorkContext())
         #expect(signin.userData == #"{"id":"u1","user_info":{"n":1}}"#)
         #expect(signin.auth == expectedAuth(#"1.2::user::{"id":"u1","user_info":{"n":1}}"#))
         let bird = try await authorizer.authorize(PusherAuthRequest(connectionID: "c", channel: "presence-r", vendor: .bird),
-                                                  key: "k")
+                                                  key: "k", context: DialectWorkContext())
         #expect(bird.channelData == #"{"member_id":"u1","member_info":{"n":1}}"#)
         #expect(asked.withLock { $0 } == 3)
         let privateAnswer = try await authorizer.authorize(
-            PusherAuthRequest(connectionID: "1.2", channel: "private-x", vendor: .pusher), key: "app-key")
+            PusherAuthRequest(connectionID: "1.2", channel: "private-x", vendor: .pusher), key: "app-key",
+            context: DialectWorkContext())
         #expect(privateAnswer.channelData == nil)
         #expect(asked.withLock { $0 } == 3)
     }

@@ -165,7 +165,7 @@ struct MachineNamespaceTests {
         #expect(first.sentTexts.isEmpty)
         let work = try #require(first.work.first)
         #expect(work.id.channel == "/chat")
-        let value = try await work.run()
+        let value = try await work.run(DialectWorkContext())
         #expect(harness.finish(work.id, .success(value)).sentTexts == [#"40/chat,{"ns":"/chat","token":"t1"}"#])
         _ = harness.receive(#"40/chat,{"sid":"a"}"#)
 
@@ -173,7 +173,7 @@ struct MachineNamespaceTests {
         harness.connect()
         let second = try #require(harness.command(.subscribe("/chat")).work.first)
         #expect(second.id.serial != work.id.serial)
-        let refreshed = try await second.run()
+        let refreshed = try await second.run(DialectWorkContext())
         #expect(harness.finish(second.id, .success(refreshed)).sentTexts == [#"40/chat,{"ns":"/chat","token":"t2"}"#])
         #expect(calls.withLock { $0 } == 2)
     }

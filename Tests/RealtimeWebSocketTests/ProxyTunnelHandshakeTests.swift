@@ -195,3 +195,29 @@ struct ProxyTunnelHandshakeTests {
         #expect(failure(done.receive([1]))?.code == .invalidArgument)
     }
 }
+
+@Suite("WebSocketTransport's HTTP clients")
+struct TransportHTTPClientTests {
+    @Test("through the proxy's tunnel when there is a proxy, for either trust; URLSession otherwise")
+    func route() {
+        let direct = WebSocketTransport()
+        #expect(direct.makeHTTPClient(maximumConnectionsPerHost: nil, trust: .platformDefault) is URLSessionHTTPClient)
+        #expect(direct.makeHTTPClient(maximumConnectionsPerHost: 2, trust: .transport) is URLSessionHTTPClient)
+        let proxied = WebSocketTransport(configuration: .init(proxy: ProxyConfiguration(host: "127.0.0.1", port: 3128)))
+        #expect(proxied.makeHTTPClient(maximumConnectionsPerHost: nil, trust: .platformDefault) is TunnelHTTPClient)
+        #expect(proxied.makeHTTPClient(maximumConnectionsPerHost: 2, trust: .transport) is TunnelHTTPClient)
+    }
+
+    @Test("the platform's trust never takes the transport's pins; the transport's does")
+    func trust() {
+        let pinned = WebSocketTransport(configuration: .init(tls: TLSConfiguration(pinnedPublicKeys: ["c2hhMjU2"])))
+        guard case .platformDefault = HTTPClientTrust.platformDefault.policy(of: pinned) else {
+            Issue.record("the platform's trust took the transport's policy")
+            return
+        }
+        guard case .refusesHTTPS = HTTPClientTrust.transport.policy(of: pinned) else {
+            Issue.record("the transport's trust lost its pins")
+            return
+        }
+    }
+}

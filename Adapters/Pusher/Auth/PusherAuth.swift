@@ -45,7 +45,9 @@ public enum PusherAuth: Sendable {
     case provider(@Sendable (PusherAuthRequest) async throws -> PusherAuthorization)
     /// `POST`s to your backend: form-encoded for Pusher (`socket_id`, `channel_name`), JSON for Bird
     /// (`connection_id`, `channel_name`), with extra `headers` and `params`. Sign-in goes to `userURL`.
-    /// A status outside 200–299 fails with `.authorizationFailed` and `context.httpStatus`.
+    /// A status outside 200–299 fails with `.authorizationFailed` and `context.httpStatus`. The requests go
+    /// through the session transport's proxy when it has one (`WebSocketTransport.Configuration(proxy:)`),
+    /// always verified with the platform's trust, never the transport's pins or extra roots.
     case endpoint(URL, userURL: URL? = nil, headers: [HTTPHeader] = [], params: [String: String] = [:])
     /// Signs in the client with the app secret. **For development and tests only**: an app that ships its
     /// secret lets anyone join any channel. `presenceData` is the presence identity
@@ -61,8 +63,10 @@ public enum PusherAuth: Sendable {
     case inlineFetching(secret: String, encryptionMasterKey: [UInt8]? = nil,
                         userDataFetcher: @Sendable () async throws -> PresenceMember)
 
-    /// Runs the authorizer for `request`; `key` is the app key that prefixes inline signatures.
-    func authorize(_ request: PusherAuthRequest, key: String) async throws(RealtimeError) -> PusherAuthorization {
+    /// Runs the authorizer for `request`; `key` is the app key that prefixes inline signatures; `context`
+    /// makes the endpoint's HTTP client (the session transport's route).
+    func authorize(_ request: PusherAuthRequest, key: String,
+                   context: DialectWorkContext) async throws(RealtimeError) -> PusherAuthorization {
         switch self {
         case .provider(let body):
             do {
@@ -102,8 +106,9 @@ public enum PusherAuth: Sendable {
                                        masterKey: masterKey)
         case .endpoint(let url, let userURL, let headers, let params):
             let target = request.channel == nil ? (userURL ?? url) : url
-            // The app's own backend, not the channels server: the platform's trust, not the transport's.
-            let client = URLSessionHTTPClient()
+            // The app's own backend, not the channels server: the platform's trust, not the transport's
+            // (but its proxy, which may be the only way out).
+            let client = context.makeBackendHTTPClient()
             defer { client.finish() }
             return try await PusherAuthEndpoint.post(request, to: target, headers: headers, params: params,
                                                      client: client)

@@ -422,16 +422,16 @@ import Foundation
                                     connectionID: String, actions: inout [DialectAction]) -> UInt64 {
         serial += 1
         let request = PusherAuthRequest(connectionID: connectionID, channel: channel?.name, vendor: vendor)
-        actions.append(.perform(DialectWork(id: WorkID(kind: kind, channel: channel, serial: serial)) { [key] in
-            try await Self.authorizationJSON(authorizer, request, key: key)
+        actions.append(.perform(DialectWork(id: WorkID(kind: kind, channel: channel, serial: serial)) { [key] context in
+            try await Self.authorizationJSON(authorizer, request, key: key, context: context)
         }))
         return serial
     }
 
     /// Runs the authorizer; the answer travels as JSON together with the connection id it was asked for.
-    private static func authorizationJSON(_ authorizer: PusherAuth, _ request: PusherAuthRequest,
-                                          key: String) async throws(RealtimeError) -> JSONValue {
-        let answer = try await authorizer.authorize(request, key: key)
+    private static func authorizationJSON(_ authorizer: PusherAuth, _ request: PusherAuthRequest, key: String,
+                                          context: DialectWorkContext) async throws(RealtimeError) -> JSONValue {
+        let answer = try await authorizer.authorize(request, key: key, context: context)
         var members: [String: JSONValue] = ["auth": .string(answer.auth),
                                             "connection_id": .string(request.connectionID)]
         if let value = answer.channelData { members["channel_data"] = .string(value) }

@@ -171,7 +171,7 @@ public struct SocketIODialect: RealtimeDialect {
             if let provider = base as? any HTTPClientProviding {
                 // One long-polling GET beside one POST.
                 return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil) {
-                    provider.makeHTTPClient(maximumConnectionsPerHost: 2)
+                    provider.makeHTTPClient(maximumConnectionsPerHost: 2, trust: .transport)
                 }
             }
             return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil, trust: HTTPTrustPolicy(of: base))

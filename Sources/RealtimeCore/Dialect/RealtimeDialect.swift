@@ -204,10 +204,36 @@ extension RealtimeDialect {
 /// An asynchronous step the engine runs for a machine, such as an auth request.
 @_spi(DialectAuthoring) public struct DialectWork: Sendable {
     public var id: WorkID
-    public var run: @Sendable () async throws -> JSONValue
-    public init(id: WorkID, run: @escaping @Sendable () async throws -> JSONValue) {
+    /// The step; the engine passes the context of the session it runs for.
+    public var run: @Sendable (DialectWorkContext) async throws -> JSONValue
+    /// A step that uses what the session lends it (its transport's route for HTTP).
+    public init(id: WorkID, run: @escaping @Sendable (DialectWorkContext) async throws -> JSONValue) {
         self.id = id
         self.run = run
+    }
+    /// A step that needs nothing from the session (a token provider).
+    public init(id: WorkID, run: @escaping @Sendable () async throws -> JSONValue) {
+        self.init(id: id) { _ in try await run() }
+    }
+}
+
+/// What the engine lends a ``DialectWork`` while it runs, so that the machine stays free of I/O and its
+/// work still goes the session's way: HTTP to the app's backend through the transport's proxy.
+@_spi(DialectAuthoring) public struct DialectWorkContext: Sendable {
+    private let provider: (any HTTPClientProviding)?
+
+    /// A context without a session transport: HTTP goes directly, as for a transport that makes no HTTP
+    /// clients of its own (for running a machine's work in tests).
+    public init() { provider = nil }
+
+    /// The context of a session whose transport (before any wrapping) is `transport`.
+    package init(transport: any RealtimeTransport) { provider = transport as? any HTTPClientProviding }
+
+    /// A client for the app's own backend (an auth endpoint): on the route of the session's transport (its
+    /// proxy), when it makes HTTP clients, else directly; always with the platform's trust, because the
+    /// transport's pins and roots describe the realtime server, not the backend. Finish it when done.
+    package func makeBackendHTTPClient() -> any HTTPClient {
+        provider?.makeHTTPClient(maximumConnectionsPerHost: nil, trust: .platformDefault) ?? URLSessionHTTPClient()
     }
 }
 

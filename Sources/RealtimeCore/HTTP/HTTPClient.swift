@@ -55,10 +55,28 @@ package protocol HTTPClient: Sendable {
 }
 
 /// A transport that makes the HTTP clients for requests that go beside its connections (Engine.IO
-/// long-polling), so that they take the same route as its connections (its proxy) and its TLS policy.
+/// long-polling, the Pusher auth endpoint), so that they take the same route as its connections (its proxy).
 package protocol HTTPClientProviding: RealtimeTransport {
-    /// A new client; `maximumConnectionsPerHost` bounds the requests it runs at once to one server.
-    func makeHTTPClient(maximumConnectionsPerHost: Int) -> any HTTPClient
+    /// A new client on the transport's route, verifying `https` servers as `trust` says;
+    /// `maximumConnectionsPerHost` bounds the requests it runs at once to one server (nil: the platform's).
+    func makeHTTPClient(maximumConnectionsPerHost: Int?, trust: HTTPClientTrust) -> any HTTPClient
+}
+
+/// Whose verification an ``HTTPClientProviding`` client applies to `https` servers.
+package enum HTTPClientTrust: Sendable, Hashable {
+    /// The transport's own (its extra roots and pins): for the servers its connections go to (long-polling).
+    case transport
+    /// The platform's default (system roots, the server's name): for other servers, such as the app's own
+    /// auth backend, which the transport's pins and roots do not describe.
+    case platformDefault
+
+    /// The ``HTTPTrustPolicy`` a `URLSession` client of `transport` applies for this trust.
+    package func policy(of transport: any RealtimeTransport) -> HTTPTrustPolicy {
+        switch self {
+        case .transport: HTTPTrustPolicy(of: transport)
+        case .platformDefault: .platformDefault
+        }
+    }
 }
 
 /// A client that fails every request with one error: for a route the platform cannot take (a proxy

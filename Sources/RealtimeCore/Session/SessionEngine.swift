@@ -20,6 +20,8 @@ final class SessionEngine: Sendable {
     let dialectName: String
     let dialect: any RealtimeDialect
     private let transport: any RealtimeTransport
+    /// What dialect work runs with: the route of the app's transport, not of its dialect wrapping.
+    private let workContext: DialectWorkContext
     private let clock: any RealtimeClock
     private let delivery: DeliveryTarget
     private let logHandler: LogHandler?
@@ -60,6 +62,7 @@ final class SessionEngine: Sendable {
         self.dialect = dialect
         dialectName = dialect.name
         self.transport = dialect.transport(wrapping: transport)
+        workContext = DialectWorkContext(transport: transport)
         clock = options.clock
         // A queue without a target lands on the overcommit pool, which starts a thread whenever all of
         // its threads are busy: 10,000 sessions made hundreds of threads. The default pool is sized to
@@ -195,10 +198,11 @@ final class SessionEngine: Sendable {
                 }
                 handle?.cancel()
             case .work(let connection, let work):
+                let context = workContext
                 Task { [weak self] in
                     let result: Result<JSONValue, RealtimeError>
                     do {
-                        result = .success(try await work.run())
+                        result = .success(try await work.run(context))
                     } catch {
                         result = .failure(Self.wrap(error, doing: work.id.kind.rawValue))
                     }

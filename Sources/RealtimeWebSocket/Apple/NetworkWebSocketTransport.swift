@@ -21,7 +21,7 @@ import Security
 ///
 /// A ``WebSocketTransport/Configuration/proxy`` is handed to Network.framework (`ProxyConfiguration(httpCONNECTProxy:)`
 /// in the connection's privacy context, and in `URLSessionConfiguration.proxyConfigurations` for Socket.IO's
-/// long-polling), which needs macOS 14, iOS 17, tvOS 17 or watchOS 10; earlier systems fail such a connection
+/// long-polling and the Pusher auth endpoint), which needs macOS 14, iOS 17, tvOS 17 or watchOS 10; earlier systems fail such a connection
 /// with `.unsupported` rather than connect around the proxy. Network.framework reports a proxy's refusal in
 /// its own terms, so there is no 407 or status in the error here as there is on Linux.
 public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEvaluating, HTTPClientProviding {
@@ -52,9 +52,10 @@ public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEval
         return connection
     }
 
-    /// Socket.IO's long-polling client: `URLSession`, verifying as this transport does, through its proxy.
-    package func makeHTTPClient(maximumConnectionsPerHost: Int) -> any HTTPClient {
-        let trust = HTTPTrustPolicy(of: self)
+    /// An HTTP client (Socket.IO's long-polling, the Pusher auth endpoint): `URLSession` through this
+    /// transport's proxy, verifying as `trust` says.
+    package func makeHTTPClient(maximumConnectionsPerHost: Int?, trust: HTTPClientTrust) -> any HTTPClient {
+        let trust = trust.policy(of: self)
         guard let proxy = configuration.proxy else {
             return URLSessionHTTPClient(trust: trust, maximumConnectionsPerHost: maximumConnectionsPerHost)
         }

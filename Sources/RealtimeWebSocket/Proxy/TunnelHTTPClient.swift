@@ -2,13 +2,15 @@ import Foundation
 import RealtimeCore
 
 /// An ``HTTPClient`` that sends each request through an HTTP proxy's `CONNECT` tunnel on the transport's
-/// event loops, with the transport's TLS (its roots and pins, verified against the server's name).
+/// event loops, with the TLS context it is given, verified against the server's name: the transport's
+/// (its roots and pins) for Socket.IO's long-polling, the default one for the app's own auth backend.
 ///
 /// It exists because swift-corelibs-foundation's `URLSession` (libcurl) ignores
 /// `URLSessionConfiguration.connectionProxyDictionary`: it reads only the `http_proxy`/`https_proxy`
-/// environment variables, process-wide. `WebSocketTransport` hands it to Socket.IO's long-polling when the
-/// transport has a proxy, so polling takes the same route as the WebSocket. One connection per request, so
-/// no per-host limit is needed: polling has at most a GET and a POST in flight.
+/// environment variables, process-wide. `WebSocketTransport` hands it to Socket.IO's long-polling and to
+/// the Pusher auth endpoint when the transport has a proxy, so they take the same route as the WebSocket.
+/// One connection per request, so no per-host limit is needed: polling has at most a GET and a POST in
+/// flight, and an auth client makes one request.
 final class TunnelHTTPClient: HTTPClient {
     /// The largest response body accepted: above Engine.IO's default `maxHttpBufferSize` (1 MB) by far,
     /// and a bound on what a server can make the client hold.
@@ -19,7 +21,7 @@ final class TunnelHTTPClient: HTTPClient {
     private let tlsContext: @Sendable () throws(RealtimeError) -> TLSContext
     private let finished = Locked(false)
 
-    /// - Parameter tlsContext: the transport's TLS context, asked for on the first `https` request.
+    /// - Parameter tlsContext: the TLS context for `https`, asked for on the first `https` request.
     init(group: EventLoopGroup, proxy: ProxyConfiguration,
          tlsContext: @escaping @Sendable () throws(RealtimeError) -> TLSContext) {
         self.group = group

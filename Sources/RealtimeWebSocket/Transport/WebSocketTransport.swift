@@ -29,8 +29,8 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
         public var pingTimeout: Duration
         /// The largest upgrade response accepted.
         public var maximumHandshakeResponseSize: Int
-        /// An HTTP proxy every connection goes through with `CONNECT` (and Socket.IO's long-polling with
-        /// it); nil connects directly. The environment is read only through
+        /// An HTTP proxy every connection goes through with `CONNECT` (and Socket.IO's long-polling and the
+        /// Pusher auth endpoint's requests with it); nil connects directly. The environment is read only through
         /// ``ProxyConfiguration/fromEnvironment(for:environment:)``.
         public var proxy: ProxyConfiguration?
 
@@ -66,6 +66,9 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
     public let configuration: Configuration
     private let group: Result<EventLoopGroup, RealtimeError>
     private let tlsContext = Locked<Result<TLSContext, RealtimeError>?>(nil)
+    /// The context of ``TLSConfiguration/init()`` for HTTP to servers other than the transport's (the app's
+    /// auth backend) through the proxy; made on first use.
+    private let platformTLSContext = Locked<Result<TLSContext, RealtimeError>?>(nil)
 
     /// - Parameters:
     ///   - group: the loops to run on. Without one, the transport starts a private one-thread group that
@@ -128,17 +131,21 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
     /// True with extra roots, pins or without the system roots (see ``RealtimeTransport/customizesTLSTrust``).
     public var customizesTLSTrust: Bool { configuration.tls.customizesTrust }
 
-    /// Socket.IO's long-polling client: through the proxy's tunnel on this transport's loops, with this
-    /// transport's TLS, when there is a proxy (`URLSession` on Linux cannot be given one); otherwise
-    /// `URLSession`, verifying as this transport does.
-    package func makeHTTPClient(maximumConnectionsPerHost: Int) -> any HTTPClient {
+    /// An HTTP client (Socket.IO's long-polling, the Pusher auth endpoint): through the proxy's tunnel on
+    /// this transport's loops when there is a proxy (`URLSession` on Linux cannot be given one), with this
+    /// transport's TLS or, for `.platformDefault`, the default ``TLSConfiguration``; otherwise `URLSession`,
+    /// verifying as `trust` says.
+    package func makeHTTPClient(maximumConnectionsPerHost: Int?, trust: HTTPClientTrust) -> any HTTPClient {
         guard let proxy = configuration.proxy else {
-            return URLSessionHTTPClient(trust: HTTPTrustPolicy(of: self), maximumConnectionsPerHost: maximumConnectionsPerHost)
+            return URLSessionHTTPClient(trust: trust.policy(of: self), maximumConnectionsPerHost: maximumConnectionsPerHost)
         }
         do {
             try proxy.validate()
             return TunnelHTTPClient(group: try group.get(), proxy: proxy) { () throws(RealtimeError) in
-                try self.sharedTLSContext()
+                switch trust {
+                case .transport: try self.sharedTLSContext()
+                case .platformDefault: try Self.cachedTLSContext(self.platformTLSContext, TLSConfiguration())
+                }
             }
         } catch {
             return FailingHTTPClient(error: error)
@@ -149,12 +156,18 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
     var groupForTesting: Result<EventLoopGroup, RealtimeError> { group }
 
     private func sharedTLSContext() throws(RealtimeError) -> TLSContext {
+        try Self.cachedTLSContext(tlsContext, configuration.tls)
+    }
+
+    /// The context `cache` holds, made from `tls` on first use (its failure is kept too).
+    private static func cachedTLSContext(_ cache: Locked<Result<TLSContext, RealtimeError>?>,
+                                         _ tls: TLSConfiguration) throws(RealtimeError) -> TLSContext {
         #if canImport(COpenSSL)
-        let result = tlsContext.withLock { cached -> Result<TLSContext, RealtimeError> in
+        let result = cache.withLock { cached -> Result<TLSContext, RealtimeError> in
             if let cached { return cached }
             let made: Result<TLSContext, RealtimeError>
             do throws(RealtimeError) {
-                made = .success(try TLSContext(client: configuration.tls))
+                made = .success(try TLSContext(client: tls))
             } catch {
                 made = .failure(error)
             }
