@@ -9,7 +9,7 @@ let usage = """
                                                      one set of handlers against every embedded server
       listen  <socketio|pusher|bird|actioncable> <url> [--channel C]... [--count N] [--timeout S] [--json]
                                                      join channels and print their events
-      send    <socketio|pusher|bird|actioncable> <url> --channel C --event E [--data JSON | --args JSON]
+      send    <socketio|pusher|bird|actioncable> <url> --channel C --event E [--data JSON | --args JSON-array]
               [--ack] [--timeout S] [--json]         send one event, perform or client event
       serve   <socketio|pusher|bird|actioncable> [--port P] [--json]
                                                      run an embedded server for local development

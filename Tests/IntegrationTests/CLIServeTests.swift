@@ -31,6 +31,12 @@ struct CLIServeTests {
         let echo = try await runCLI(["send", "socketio", server.url, "--event", "echo", "--data", "true", "--ack",
                                      "--json"])
         #expect(echo.lines.last == CLILine.ack("[true]"), "\(echo.transcript)")
+
+        let unanswered = try await runCLI(["send", "socketio", server.url, "--event", "nothing", "--data", "1", "--ack",
+                                           "--timeout", "2", "--json"])
+        #expect(unanswered.status == 4, "\(unanswered.transcript)")
+        #expect(unanswered.lines.last == CLILine.error("timed-out", "timed out after 2 s: no acknowledgement for nothing"),
+                "\(unanswered.transcript)")
     }
 
     @Test("serve actioncable: a perform broadcast to the identifier's stream, and a broadcast typed on stdin")
@@ -55,12 +61,14 @@ struct CLIServeTests {
         ], "\(listener.transcript)")
     }
 
-    @Test("nothing listening: the session keeps retrying and --timeout exits 4, as no channel was confirmed")
+    @Test("nothing listening: the session keeps retrying and --timeout exits 4, naming the unconfirmed channel")
     func nothingListening() async throws {
         let run = try await runCLI(["listen", "socketio", "http://127.0.0.1:1", "--json", "--timeout", "2"])
         #expect(run.status == 4, "\(run.transcript)")
         #expect(run.lines.first == CLILine.connecting, "\(run.transcript)")
         #expect(!run.lines.contains { $0.contains(#""subscribed""#) }, "\(run.transcript)")
+        #expect(run.lines.last == CLILine.error("timed-out", "timed out after 2 s: the server never confirmed /"),
+                "\(run.transcript)")
     }
 
     @Test("demo: every backend, one handler set, every step passed, exit 0")

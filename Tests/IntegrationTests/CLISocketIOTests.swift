@@ -52,14 +52,15 @@ struct CLISocketIOTests {
         }
     }
 
-    @Test("--timeout before --count exits 4 after the events that came")
+    @Test("--timeout before --count exits 4 after the events that came, saying how many of how many")
     func timeoutBeforeCount() async throws {
         try await withSocketIOPeer { peer in
             let run = try await runCLI(["listen", "socketio", peer.url.absoluteString, "--json", "--count", "2",
                                         "--timeout", "6"])
             #expect(run.status == 4, "\(run.transcript)")
             #expect(run.lines == [CLILine.connecting, CLILine.connected, CLILine.subscribed("/"),
-                                  CLILine.event("/", "welcome", #"{"auth":null,"namespace":"/"}"#)],
+                                  CLILine.event("/", "welcome", #"{"auth":null,"namespace":"/"}"#),
+                                  CLILine.error("timed-out", "timed out after 6 s: 1 of 2 events arrived")],
                     "\(run.transcript)")
         }
     }

@@ -105,16 +105,31 @@ final class CommandSession: Sendable {
     }
 
     /// Ends the command after `limit` (on the delivery queue, after the lines queued so far): with `code`, or
-    /// with `.timedOut` while a channel is still unconfirmed.
-    func finish(after limit: Duration?, with code: ExitCode) {
+    /// with `.timedOut` while a channel is still unconfirmed. A timeout prints an error line saying what was
+    /// still awaited: the unconfirmed channels, else `awaited` (what the command waits for, if anything).
+    func finish(after limit: Duration?, with code: ExitCode, awaited: @escaping @Sendable () -> String? = { nil }) {
         guard let limit else { return }
         Task { [self] in
             try? await Task.sleep(for: limit)
             queue.async {
-                let joined = self.announced.withLock { $0.count } == Set(self.channels.map(\.id)).count
-                self.finisher.finish(joined ? code : .timedOut)
+                let confirmed = self.announced.withLock { $0 }
+                let unconfirmed = self.channels.map(\.id).filter { !confirmed.contains($0) }
+                let ending = unconfirmed.isEmpty ? code : .timedOut
+                if ending == .timedOut, !self.finisher.isFinished {
+                    let what = unconfirmed.isEmpty ? awaited()
+                        : "the server never confirmed " + unconfirmed.map(\.description).joined(separator: ", ")
+                    self.output.error(RealtimeError(.timedOut, "timed out after \(Self.seconds(limit))"
+                                                    + (what.map { ": " + $0 } ?? "")))
+                }
+                self.finisher.finish(ending)
             }
         }
+    }
+
+    /// `2 s`, `0.5 s`.
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(format: "%g s", Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// Waits for the decision, then disconnects quietly.

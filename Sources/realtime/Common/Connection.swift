@@ -37,7 +37,8 @@ enum ConnectionOptions {
 
     static let help = """
       common:
-        --channel C          a channel to join (repeatable). Socket.IO: a namespace (/chat; default /);
+        --channel C          a channel to join (repeatable; send takes one). Socket.IO: a namespace
+                             (/chat; default /);
                              Pusher/Bird: a channel name (private-…, presence-… are signed);
                              Action Cable: ChatChannel or 'ChatChannel{"room":42}'
         --header 'N: v'      an HTTP header (repeatable): on the upgrade request (Socket.IO, Action Cable),

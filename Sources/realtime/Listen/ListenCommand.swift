@@ -10,7 +10,8 @@ enum ListenCommand {
 
       --count N            stop after N events (exit 4 if --timeout comes first)
       --timeout S          stop after S seconds: exit 0, or 4 before --count events or before every channel
-                           was confirmed
+                           was confirmed (an error line says which). Without it, listen runs until stopped and,
+                           like any session, keeps reconnecting to a server it cannot reach
     \(ConnectionOptions.help)
 
     With --json each line is one object:
@@ -67,7 +68,9 @@ enum ListenCommand {
             if let limit, count >= limit { command.finisher.finish(.done) }
         }
         if limit == 0 { command.finisher.finish(.done) }
-        command.finish(after: timeout, with: limit == nil ? .done : .timedOut)
+        command.finish(after: timeout, with: limit == nil ? .done : .timedOut) {
+            limit.map { "\(received.withLock { $0 }) of \($0) events arrived" }
+        }
         command.start()
         return await command.exitCode()
     }

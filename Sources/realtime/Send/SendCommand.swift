@@ -53,7 +53,9 @@ enum SendCommand {
                                      verbose: arguments.flag("verbose"))
         guard let channel = command.channels.first else { throw UsageError("send needs --channel") }
         let wantsAck = arguments.flag("ack")
-        command.finish(after: timeout, with: .timedOut)
+        command.finish(after: timeout, with: .timedOut) {
+            wantsAck ? "no acknowledgement for \(event)" : "\(event) was not sent"
+        }
         command.start()
         Task {
             do {
@@ -64,7 +66,8 @@ enum SendCommand {
             command.queue.async { command.announce(channel.id) }
             do {
                 if wantsAck {
-                    let answer = try await channel.request(event, arguments: payload, timeout: timeout)
+                    // The command's own --timeout decides and says what was awaited; the request's is a backstop.
+                    let answer = try await channel.request(event, arguments: payload, timeout: timeout + .seconds(1))
                     command.queue.async {
                         output.ack(answer)
                         command.finisher.finish(.done)
