@@ -39,24 +39,29 @@ struct CLIServeTests {
                 "\(unanswered.transcript)")
     }
 
-    @Test("serve actioncable: a perform broadcast to the identifier's stream, and a broadcast typed on stdin")
+    @Test("serve actioncable: performs of speak and message broadcast to the identifier's stream, and a broadcast typed on stdin")
     func actionCable() async throws {
         let server = try await ServedCLI("actioncable")
         defer { server.process.stop() }
         let channel = #"ChatChannel{"room":42}"#
         let listener = try CLIProcess(["listen", "actioncable", server.url, "--channel", "ChatChannel",
-                                       "--param", "room=42", "--json", "--count", "2", "--timeout", "60"])
+                                       "--param", "room=42", "--json", "--count", "3", "--timeout", "60"])
         defer { listener.stop() }
         #expect(await listener.subscribed(channel), "\(listener.transcript)")
         let send = try await runCLI(["send", "actioncable", server.url, "--channel", channel, "--event", "speak",
                                      "--data", #"{"text":"hi"}"#, "--json"])
         #expect(send.status == 0, "\(send.transcript)")
+        // The action the Examples' ChatClient performs, so it pairs with this server as with Socket.IO's.
+        let message = try await runCLI(["send", "actioncable", server.url, "--channel", channel, "--event", "message",
+                                        "--data", #"{"text":"as message"}"#, "--json"])
+        #expect(message.status == 0, "\(message.transcript)")
         #expect(await server.command(#"broadcast ChatChannel{"room":42} {"text": "from stdin"}"#)
                 == #"{"type":"triggered","channel":"ChatChannel{\"room\":42}"}"#)
         #expect(await listener.exitStatus() == 0, "\(listener.transcript)")
         #expect(listener.lines == [
             CLILine.connecting, CLILine.connected, CLILine.subscribed(channel),
             CLILine.event(channel, "message", #"{"text":"hi"}"#),
+            CLILine.event(channel, "message", #"{"text":"as message"}"#),
             CLILine.event(channel, "message", #"{"text":"from stdin"}"#),
         ], "\(listener.transcript)")
     }

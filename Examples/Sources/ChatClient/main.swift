@@ -6,7 +6,10 @@ import Realtime
 //   swift run ChatClient socketio http://127.0.0.1:3000 /chat
 //   swift run ChatClient actioncable ws://127.0.0.1:3000/cable ChatChannel
 //
-// Lines typed on standard input are sent; everything received is printed.
+// Lines typed on standard input are sent as "message" (an emit, or a perform of that action); everything
+// received is printed. `realtime serve socketio` relays a message to the namespace's other sockets and
+// `realtime serve actioncable` broadcasts it to the subscription's stream, sender included; a Rails server
+// needs a `message` action on the channel.
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4, let url = URL(string: arguments[2]) else {

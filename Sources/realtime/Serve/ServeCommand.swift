@@ -31,8 +31,9 @@ enum ServeCommand {
                    "message" is relayed to the namespace's other sockets (and acknowledged with their count);
                    WebSocket only: long-polling (--transport polling, upgrade) is refused with HTTP 400
       actioncable  any client is accepted; a subscription streams from its identifier
-                   (ChatChannel{"room":42}); the action "speak" broadcasts its data to that stream, "echo" and
-                   data without an action come back to the sender only
+                   (ChatChannel{"room":42}); the actions "speak" and "message" broadcast their data to that
+                   stream (with "message", as Socket.IO's relay, for the same client code), "echo" and data
+                   without an action come back to the sender only
 
     Commands, one per line on standard input:
       trigger <channel> <event> <json>   pusher/bird: an event to every subscriber of the channel;
@@ -275,8 +276,10 @@ final class ActionCableServe: EmbeddedServer {
             // The stream of a subscription is its identifier as the CLI prints it: ChatChannel{"room":42}.
             let stream: @Sendable ([String: JSONValue]) -> String = { ChannelID(name, params: $0).description }
             server.define(name) { request in .confirm(streams: [stream(request.params)]) }
-            server.onAction(name, "speak") { call in
-                call.broadcast(to: stream(call.params), .object(call.data.filter { $0.key != "action" }))
+            for action in ["speak", "message"] {
+                server.onAction(name, action) { call in
+                    call.broadcast(to: stream(call.params), .object(call.data.filter { $0.key != "action" }))
+                }
             }
             server.onAction(name, "echo") { call in call.transmit(.object(call.data.filter { $0.key != "action" })) }
             server.onAction(name, "receive") { call in call.transmit(.object(call.data)) }
