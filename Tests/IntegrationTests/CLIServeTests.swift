@@ -104,6 +104,21 @@ struct CLIServeTests {
         #expect(run.lines.isEmpty, "\(run.transcript)")
     }
 
+    @Test("an option of another dialect, or a stray word, exits 2 naming it", arguments: [
+        (["listen", "socketio", "http://127.0.0.1:1", "--key", "x"], "--key is for pusher and bird, not socketio"),
+        (["send", "actioncable", "ws://127.0.0.1:1/cable", "--channel", "C", "--event", "e", "--auth", "{}"],
+         "--auth is for socketio, not actioncable"),
+        (["listen", "bird", "ws://127.0.0.1:1", "--key", "k", "--channel", "c", "--encryption-master-key", "x"],
+         "--encryption-master-key is for pusher, not bird"),
+        (["serve", "actioncable", "--namespace", "/x"], "--namespace is for socketio, not actioncable"),
+        (["demo", "extra"], "unexpected extra"),
+    ])
+    func foreignOptions(arguments: [String], message: String) async throws {
+        let run = try await runCLI(arguments)
+        #expect(run.status == 2, "\(run.transcript)")
+        #expect(run.transcript.contains(message), "\(run.transcript)")
+    }
+
     @Test("--help on every command prints its usage and exits 0", arguments: ["listen", "send", "serve", "demo"])
     func help(command: String) async throws {
         let run = try await runCLI([command, "--help"])

@@ -68,6 +68,18 @@ struct Arguments {
     func value(_ name: String) -> String? { values[name]?.last }
     func all(_ name: String) -> [String] { values[name] ?? [] }
     func flag(_ name: String) -> Bool { flags.contains(name) }
+    /// Every option given, valued or flag.
+    var givenOptions: Set<String> { flags.union(values.keys) }
+
+    /// Refuses options that belong to other dialects than `dialect` (`owners`: option → the dialects it is
+    /// for), so that `--key` on Socket.IO fails instead of being ignored.
+    func refuseOptions(notFor dialect: DialectKind, owners: [String: Set<DialectKind>]) throws {
+        for name in givenOptions.sorted() {
+            guard let dialects = owners[name], !dialects.contains(dialect) else { continue }
+            let names = DialectKind.allCases.filter(dialects.contains).map(\.rawValue).joined(separator: " and ")
+            throw UsageError("--\(name) is for \(names), not \(dialect.rawValue)")
+        }
+    }
 
     /// Seconds as a `Duration`; `nil` when the option is absent.
     func seconds(_ name: String) throws -> Duration? {

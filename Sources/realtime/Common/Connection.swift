@@ -34,6 +34,15 @@ enum ConnectionOptions {
         "origin", "param", "event-key",                                          // Action Cable
     ]
     static let flags: Set<String> = ["json", "insecure", "verbose", "help"]
+    /// The options only some dialects take.
+    static let owners: [String: Set<DialectKind>] = {
+        var owners: [String: Set<DialectKind>] = [:]
+        for name in ["auth", "transport"] { owners[name] = [.socketio] }
+        for name in ["key", "cluster", "region", "secret", "user-data", "auth-endpoint"] { owners[name] = [.pusher, .bird] }
+        owners["encryption-master-key"] = [.pusher]   // Bird has no encrypted channels
+        for name in ["origin", "param", "event-key"] { owners[name] = [.actioncable] }
+        return owners
+    }()
 
     static let help = """
       common:
@@ -104,6 +113,7 @@ enum ConnectionOptions {
     /// The dialect for `dialect` at `url` (which Pusher and Bird may omit: they then use the cloud host).
     static func makeDialect(_ dialect: DialectKind, url text: String?, _ arguments: Arguments) throws
         -> any RealtimeDialect {
+        try arguments.refuseOptions(notFor: dialect, owners: owners)
         let headers = try arguments.headers()
         let insecure = arguments.flag("insecure")
         switch dialect {

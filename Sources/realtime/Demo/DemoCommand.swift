@@ -25,6 +25,9 @@ enum DemoCommand {
             print(help)
             return .done
         }
+        guard arguments.positional.isEmpty else {
+            throw UsageError("unexpected \(arguments.positional.joined(separator: " ")) (one backend: --dialect D)")
+        }
         let kinds = try arguments.value("dialect").map { [try DialectKind($0)] } ?? DialectKind.allCases
         let log = DemoLog()
         let handlers = ChatHandlers(log: log)

@@ -57,6 +57,10 @@ enum ServeCommand {
             throw UsageError("unexpected \(arguments.positional.dropFirst().joined(separator: " "))")
         }
         let dialect = try DialectKind(word)
+        try arguments.refuseOptions(notFor: dialect, owners: [
+            "key": [.pusher, .bird], "secret": [.pusher, .bird], "encryption-master-key": [.pusher],
+            "namespace": [.socketio], "channel-class": [.actioncable],
+        ])
         let port = try arguments.integer("port") ?? defaultPort(dialect)
         guard port <= 65_535 else { throw UsageError("--port takes 0…65535") }
         let output = Output(json: arguments.flag("json"))
