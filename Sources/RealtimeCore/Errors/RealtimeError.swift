@@ -91,6 +91,18 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
             self.offset = offset
             self.detail = detail
         }
+
+        /// What is set, `close code 4001; HTTP 404; channel /chat; at byte 12; <detail>`, leaving out a detail
+        /// that `message` already says (a server's reason that is also the error's message).
+        func description(besides message: String) -> String {
+            var parts: [String] = []
+            if let closeCode { parts.append("close code \(closeCode)") }
+            if let httpStatus { parts.append("HTTP \(httpStatus)") }
+            if let channel { parts.append("channel \(channel)") }
+            if let offset { parts.append("at byte \(offset)") }
+            if let detail, !detail.isEmpty, !message.contains(detail) { parts.append(detail) }
+            return parts.joined(separator: "; ")
+        }
     }
 
     public var code: Code
@@ -105,16 +117,23 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public var description: String {
         var parts = ["\(code): \(message)"]
-        if let closeCode = context.closeCode { parts.append("close code \(closeCode)") }
-        if let status = context.httpStatus { parts.append("HTTP \(status)") }
-        if let channel = context.channel { parts.append("channel \(channel)") }
-        if let offset = context.offset { parts.append("at byte \(offset)") }
-        if let detail = context.detail { parts.append(detail) }
+        let context = context.description(besides: message)
+        if !context.isEmpty { parts.append(context) }
         return parts.joined(separator: "; ")
     }
 
     /// The dialect cannot do `feature`.
     public static func unsupported(_ feature: String) -> RealtimeError {
         RealtimeError(.unsupported, "\(feature) is not supported by this dialect")
+    }
+}
+
+extension RealtimeError.Context: CustomStringConvertible {
+    /// What is set, as in the error's description, plus the server's payload: `close code 4001; HTTP 404`.
+    public var description: String {
+        var parts = [description(besides: "")]
+        if let serverPayload { parts.append("server payload \(serverPayload)") }
+        let text = parts.filter { !$0.isEmpty }.joined(separator: "; ")
+        return text.isEmpty ? "no context" : text
     }
 }

@@ -41,3 +41,31 @@ public struct ChannelLifecycleEvent: Sendable, Hashable {
         self.kind = kind
     }
 }
+
+// Short text for logs and `print`, without the module-qualified dump of the derived descriptions.
+extension SubscriptionInfo: CustomStringConvertible {
+    /// `subscribed`, `resubscribed, recovered`, then the server's payload when there is one.
+    public var description: String {
+        var parts = [isResubscription ? "resubscribed" : "subscribed"]
+        if let recovered { parts.append(recovered ? "recovered" : "not recovered") }
+        if let serverPayload { parts.append("payload \(serverPayload)") }
+        return parts.joined(separator: ", ")
+    }
+}
+
+extension ChannelLifecycleEvent.Kind: CustomStringConvertible {
+    /// `subscribed, payload {…}`, `rejected: <error>`, `unsubscribed`, `ended by the server: <error>`.
+    public var description: String {
+        switch self {
+        case .subscribed(let info): info.description
+        case .rejected(let error): "rejected: \(error)"
+        case .unsubscribed: "unsubscribed"
+        case .endedByServer(let error): "ended by the server: \(error)"
+        }
+    }
+}
+
+extension ChannelLifecycleEvent: CustomStringConvertible {
+    /// `<channel>: <kind>`.
+    public var description: String { "\(channel): \(kind)" }
+}

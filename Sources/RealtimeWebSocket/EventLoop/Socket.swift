@@ -9,10 +9,11 @@ import RealtimeCore
 
 /// Typed errors for socket-level failures.
 enum SocketError {
-    /// A system call failed: `.transportFailed` with the errno text as detail.
+    /// A system call failed: `.transportFailed` saying the call and the errno text, with errno's name as
+    /// detail (`bind 127.0.0.1:3000 failed: Address already in use; EADDRINUSE`).
     static func posix(_ call: String, _ code: Int32) -> RealtimeError {
         RealtimeError(.transportFailed, "\(call) failed: \(SocketIO.errorText(code))",
-                      context: .init(detail: "\(call): \(SocketIO.errorName(code)) (\(SocketIO.errorText(code)))"))
+                      context: .init(detail: SocketIO.errorName(code)))
     }
 
     static func resolutionFailed(host: String, status: Int32) -> RealtimeError {
