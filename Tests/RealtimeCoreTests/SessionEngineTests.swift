@@ -594,6 +594,54 @@ struct SessionEngineTests {
         withExtendedLifetime(session) {}
     }
 
+    @Test("an adapter's tap sees its channel's events and every transition before handlers run, its follow-ups run just before their handlers, and only off(id:) removes it")
+    func tapRunsAheadOfDelivery() async throws {
+        let queued = Locked<[@Sendable () -> Void]>([])
+        let transport = InMemoryTransport()
+        let session = RealtimeSession(
+            dialect: LineDialect(), transport: transport,
+            options: SessionOptions(delivery: .custom { work in queued.withLock { $0.append(work) } },
+                                    clock: ManualClock()))
+        let release = {
+            let work = queued.withLock { queue in defer { queue = [] }; return queue }
+            for item in work { item() }
+        }
+        let seen = Locked<[String]>([])
+        let log = Locked<[String]>([])
+        let room = session.channel("room")
+        let tap = session.addTap(channel: "room") { input in
+            let name: String
+            switch input {
+            case .event(let event): name = event.name
+            case .state(_, let new): name = "\(new)"
+            }
+            seen.withLock { $0.append(name) }
+            return { log.withLock { $0.append("follow-up " + name) } }
+        }
+        room.on("m") { _ in log.withLock { $0.append("handler m") } }
+        session.start()
+        let peer = await transport.peer(0)
+        peer.send(text: #"{"t":"welcome"}"#)
+        peer.send(text: #"{"t":"subok","ch":"room"}"#)
+        try await room.subscribed()
+        peer.send(text: #"{"t":"ev","ch":"room","name":"m"}"#)
+        peer.send(text: #"{"t":"ev","ch":"lobby","name":"m"}"#)
+        #expect(seen.withLock { $0 } == ["connecting", "connected", "m"])
+        #expect(log.withLock { $0 }.isEmpty)
+        release()
+        #expect(log.withLock { $0 } == ["follow-up connecting", "follow-up connected", "follow-up m", "handler m"])
+
+        session.removeAllHandlers()
+        peer.send(text: #"{"t":"ev","ch":"room","name":"n"}"#)
+        #expect(seen.withLock { $0 }.last == "n")
+        session.off(id: tap)
+        peer.send(text: #"{"t":"ev","ch":"room","name":"o"}"#)
+        #expect(seen.withLock { $0 }.last == "n")
+        release()
+        #expect(log.withLock { $0 }.last == "follow-up n")
+        withExtendedLifetime(session) {}
+    }
+
     @Test("large events behind a slow consumer pause reading at the byte budget, whatever their count")
     func byteBudget() async throws {
         let queued = Locked<[@Sendable () -> Void]>([])

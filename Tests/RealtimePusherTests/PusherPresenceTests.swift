@@ -129,4 +129,114 @@ struct PusherRosterTests {
         harness.peers[0].send(text: Self.removed)
         #expect(harness.session.state == .connected)
     }
+
+    /// A delivery target that runs nothing until the test says so: whatever the roster shows before
+    /// `release()` cannot come from a handler.
+    final class HeldDelivery: Sendable {
+        private let work = Locked<[@Sendable () -> Void]>([])
+        var target: DeliveryTarget { .custom { [work] item in work.withLock { $0.append(item) } } }
+        var isEmpty: Bool { work.withLock { $0.isEmpty } }
+
+        func release() {
+            while true {
+                let batch = work.withLock { work in defer { work = [] }; return work }
+                if batch.isEmpty { return }
+                for item in batch { item() }
+            }
+        }
+    }
+
+    /// A roster subscribed with its handlers held, after member 3 joined.
+    static func subscribedWithHeldDelivery() async throws -> (HeldDelivery, PusherHarness, PusherPresenceRoster) {
+        let delivery = HeldDelivery()
+        let harness = PusherHarness { $0.delivery = delivery.target }
+        let roster = try harness.session.presence("presence-room")
+        try await harness.session.connect()
+        try await roster.channel.subscribed()
+        harness.peers[0].send(text: Self.added)
+        return (delivery, harness, roster)
+    }
+
+    @Test("subscribed() returns with the roster filled, though no handler has run yet; the handlers then see each change once, in order")
+    func filledWhenSubscribedReturns() async throws {
+        let delivery = HeldDelivery()
+        let harness = PusherHarness { $0.delivery = delivery.target }
+        let changes = Locked<[[String]]>([])
+        let roster = try harness.session.presence("presence-room") { members in
+            changes.withLock { $0.append(members.ids) }
+        }
+        let joined = Locked<[String]>([])
+        roster.onMemberAdded { member in joined.withLock { $0.append(member.id) } }
+        try await harness.session.connect()
+        try await roster.channel.subscribed()
+        #expect(!delivery.isEmpty)
+        #expect(changes.withLock { $0 }.isEmpty)
+        #expect(roster.count == 2)
+        #expect(roster.members.ids == ["1", "7"])
+        #expect(roster.myID == "7")
+        #expect(roster.me == PresenceMember(id: "7", info: ["name": "Ann"]))
+        #expect(roster.member(id: "1")?.info == ["name": "Zed"])
+
+        // A change after the snapshot shows at once too, and the handlers get both in wire order.
+        harness.peers[0].send(text: Self.added)
+        #expect(roster.members.ids == ["1", "3", "7"])
+        delivery.release()
+        #expect(changes.withLock { $0 } == [["1", "7"], ["1", "3", "7"]])
+        #expect(joined.withLock { $0 } == ["3"])
+    }
+
+    @Test("the report: a fresh session on the default delivery queue reads members, me and myID right after subscribed()")
+    func filledOnTheDefaultQueue() async throws {
+        let harness = PusherHarness { $0.delivery = nil }
+        let roster = try harness.session.presence("presence-room")
+        try await harness.session.connect()
+        try await roster.channel.subscribed()
+        #expect(roster.count == 2)
+        #expect(roster.me == PresenceMember(id: "7", info: ["name": "Ann"]))
+        #expect(roster.myID == "7")
+    }
+
+    @Test("a lifecycle .subscribed observer reads the filled roster (inline delivery: it runs before the snapshot's event)")
+    func filledForLifecycleObservers() async throws {
+        let harness = PusherHarness()
+        let roster = try harness.session.presence("presence-room")
+        let seen = Locked<[String]>([])
+        roster.channel.onLifecycle { event in
+            guard case .subscribed = event.kind else { return }
+            seen.withLock { $0.append("\(roster.count) \(roster.myID ?? "?")") }
+        }
+        try await harness.session.connect()
+        try await roster.channel.subscribed()
+        #expect(seen.withLock { $0 } == ["2 7"])
+    }
+
+    @Test("after a reconnect: cleared while down and filled with the new snapshot when subscribed() returns, handlers held")
+    func filledAfterResubscription() async throws {
+        let (delivery, harness, roster) = try await Self.subscribedWithHeldDelivery()
+        #expect(roster.members.ids == ["1", "3", "7"])
+
+        harness.peers[0].close(code: 4100, reason: "over capacity")   // backs off: the drop stays visible
+        await eventually("down") { !harness.session.state.isConnected }
+        #expect(roster.count == 0 && roster.myID == nil)
+        harness.clock.advance(by: .seconds(1))
+        try await roster.channel.subscribed()
+        #expect(harness.peers.count == 2)
+        // The new snapshot, without member 3 of the old connection, whose handlers have not run yet.
+        #expect(roster.members.ids == ["1", "7"])
+        #expect(roster.me == PresenceMember(id: "7", info: ["name": "Ann"]))
+        delivery.release()
+        #expect(roster.members.ids == ["1", "7"])
+    }
+
+    @Test("updates starts from the roster now and never goes back to a change its handlers had not published yet")
+    func updatesStartNowWithoutGoingBack() async throws {
+        let (delivery, harness, roster) = try await Self.subscribedWithHeldDelivery()
+        var updates = roster.updates.makeAsyncIterator()
+        #expect(await updates.next()?.ids == ["1", "3", "7"])
+        // The snapshot's and the addition's publications are older than what the stream already gave.
+        delivery.release()
+        harness.peers[0].send(text: Self.removed)
+        delivery.release()
+        #expect(await updates.next()?.ids == ["3", "7"])
+    }
 }

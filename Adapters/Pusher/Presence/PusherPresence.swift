@@ -96,8 +96,13 @@ public struct PusherMembers: Sendable, Hashable {
 /// Keeps ``PusherMembers`` for a presence channel up to date from its events, and empties it whenever the
 /// session leaves `connected` (the server sends the whole list again after the re-subscribe).
 ///
-/// Its own handlers are registered with ``RealtimeSession/addPersistentHandler(channel:event:perform:)``,
-/// so `session.removeAllHandlers()` does not stop it, and neither does it remove the handlers given to
+/// The roster follows the session as it handles each frame, ahead of the delivery queue: once
+/// `channel.subscribed()` returns, or a lifecycle observer sees `.subscribed`, it already holds the
+/// subscription's members and `me`, on every subscription (after a reconnect too). `onChange`, ``updates``,
+/// ``onMemberAdded(_:)`` and ``onMemberRemoved(_:)`` hear of each change afterwards on the delivery queue,
+/// once and in wire order.
+///
+/// It is kept through `session.removeAllHandlers()`, and so are the handlers given to
 /// ``onMemberAdded(_:)`` and ``onMemberRemoved(_:)``; they end with ``off(id:)`` or when the roster is
 /// released. Make the roster before the channel's subscription succeeds (before `connect()`, say): one
 /// made later fills at the next subscribe.
@@ -108,15 +113,27 @@ public struct PusherMembers: Sendable, Hashable {
 /// for await members in room.updates { print(members.count, "here; me:", members.me?.id ?? "?") }
 /// ```
 public final class PusherPresenceRoster: Sendable {
+    /// The members, and how many changes made them: a change's number orders its publication.
+    private struct State: Sendable {
+        var members = PusherMembers()
+        var version: UInt64 = 0
+    }
+
     private struct Observers: Sendable {
         var added: [HandlerID: @Sendable (PresenceMember) -> Void] = [:]
         var removed: [HandlerID: @Sendable (PresenceMember) -> Void] = [:]
-        var updates: [HandlerID: AsyncStream<PusherMembers>.Continuation] = [:]
+        /// Each stream with the number of the last roster it was given.
+        var updates: [HandlerID: (continuation: AsyncStream<PusherMembers>.Continuation, version: UInt64)] = [:]
     }
+
+    private static let eventNames: Set<String> = Set(
+        ["subscription_succeeded", "member_added", "member_removed"].flatMap { suffix in
+            [PusherVendor.pusher.systemPrefix + suffix, PusherVendor.bird.systemPrefix + suffix]
+        })
 
     /// The channel this roster follows.
     public let channel: RealtimeChannel
-    private let state = Locked(PusherMembers())
+    private let state = Locked(State())
     private let handlers = Locked<[HandlerID]>([])
     private let observers = Locked(Observers())
     private let onChange: (@Sendable (PusherMembers) -> Void)?
@@ -124,30 +141,21 @@ public final class PusherPresenceRoster: Sendable {
     init(session: RealtimeSession, channel: RealtimeChannel, onChange: (@Sendable (PusherMembers) -> Void)?) {
         self.onChange = onChange
         self.channel = channel
-        var ids: [HandlerID] = []
-        for suffix in ["subscription_succeeded", "member_added", "member_removed"] {
-            for prefix in [PusherVendor.pusher.systemPrefix, PusherVendor.bird.systemPrefix] {
-                ids.append(session.addPersistentHandler(channel: channel.id, event: prefix + suffix) { [weak self] event in
-                    self?.apply(event)
-                })
-            }
-        }
-        ids.append(session.addPersistentStateObserver { [weak self] _, new in
-            if case .connected = new { return }
-            self?.reset()
-        })
-        handlers.withLock { $0 = ids }
+        // A tap, not handlers: the roster changes as the session handles the frame, before the
+        // `subscribed()` waiters it answers resume; the app hears of it on the delivery queue.
+        let id = session.addTap(channel: channel.id) { [weak self] input in self?.observe(input) }
+        handlers.withLock { $0 = [id] }
     }
 
     deinit {
         for id in handlers.withLock({ $0 }) { channel.off(id: id) }
-        for continuation in observers.withLock({ $0.updates.values }) { continuation.finish() }
+        for entry in observers.withLock({ $0.updates.values }) { entry.continuation.finish() }
     }
 
     /// The members now; empty while the channel is not joined (`leave()` sends no event that would clear it).
     public var members: PusherMembers {
         guard case .subscribed = channel.state else { return PusherMembers() }
-        return state.withLock { $0 }
+        return state.withLock { $0.members }
     }
 
     /// How many members are here now.
@@ -168,9 +176,16 @@ public final class PusherPresenceRoster: Sendable {
     public var updates: AsyncStream<PusherMembers> {
         AsyncStream(bufferingPolicy: .bufferingNewest(observerStreamLimit)) { continuation in
             let id = HandlerID()
-            // Registered before reading, so a change in between is yielded (perhaps twice), never lost.
-            observers.withLock { $0.updates[id] = continuation }
-            continuation.yield(members)
+            let joined = if case .subscribed = channel.state { true } else { false }
+            observers.withLock { observers in
+                // The roster now may be ahead of the delivery queue: changes it already holds are not
+                // yielded again. Not joined, it starts empty and takes every change still to come.
+                let (members, version) = joined ? state.withLock { ($0.members, $0.version) } : (PusherMembers(), 0)
+                observers.updates[id] = (continuation, version)
+                // Under the lock, like `publish`, so that a newer roster is never yielded before this one.
+                // `yield` runs no app code.
+                continuation.yield(members)
+            }
             continuation.onTermination = { [weak self] _ in
                 self?.observers.withLock { _ = $0.updates.removeValue(forKey: id) }
             }
@@ -203,35 +218,50 @@ public final class PusherPresenceRoster: Sendable {
         }
     }
 
-    /// The handler ids this roster registered on the session (persistent ones; `off(id:)` removes them).
+    /// The ids this roster registered on the session (kept through `removeAllHandlers()`; `off(id:)`
+    /// removes them).
     public var handlerIDs: [HandlerID] { handlers.withLock { $0 } }
 
-    private func apply(_ event: RealtimeEvent) {
-        let outcome = state.withLock { members -> (PresenceChange, PusherMembers)? in
-            members.apply(event).map { ($0, members) }
+    /// Folds in what the session just handled (on its input thread) and returns the publication of the
+    /// change, to run on the delivery queue in its place.
+    private func observe(_ input: SessionTapInput) -> (@Sendable () -> Void)? {
+        let outcome: (PresenceChange?, PusherMembers, UInt64)?
+        switch input {
+        case .event(let event):
+            guard Self.eventNames.contains(event.name) else { return nil }
+            outcome = state.withLock { state in
+                guard let change = state.members.apply(event) else { return nil }
+                state.version += 1
+                return (change, state.members, state.version)
+            }
+        case .state(_, let new):
+            if case .connected = new { return nil }
+            outcome = state.withLock { state in
+                guard state.members != PusherMembers() else { return nil }
+                state.members = PusherMembers()
+                state.version += 1
+                return (nil, state.members, state.version)
+            }
         }
-        guard let (change, members) = outcome else { return }
-        publish(members)
-        let (added, removed) = observers.withLock { (Array($0.added.values), Array($0.removed.values)) }
+        guard let (change, members, version) = outcome else { return nil }
+        return { [weak self] in self?.publish(change, members, version: version) }
+    }
+
+    /// Tells the app of one change: `onChange`, the streams that have not seen it, then the member handlers.
+    private func publish(_ change: PresenceChange?, _ members: PusherMembers, version: UInt64) {
+        onChange?(members)
+        let (added, removed) = observers.withLock { observers in
+            for (id, entry) in observers.updates where entry.version < version {
+                observers.updates[id]?.version = version
+                entry.continuation.yield(members)
+            }
+            return (Array(observers.added.values), Array(observers.removed.values))
+        }
         switch change {
         case .added(let member): for handler in added { handler(member) }
         case .removed(let member): for handler in removed { handler(member) }
-        case .replaced: break
+        case .replaced, nil: break
         }
-    }
-
-    private func reset() {
-        let changed = state.withLock { members -> Bool in
-            guard members != PusherMembers() else { return false }
-            members = PusherMembers()
-            return true
-        }
-        if changed { publish(PusherMembers()) }
-    }
-
-    private func publish(_ members: PusherMembers) {
-        onChange?(members)
-        for continuation in observers.withLock({ Array($0.updates.values) }) { continuation.yield(members) }
     }
 }
 

@@ -62,6 +62,8 @@ enum Delivery: Sendable {
     indirect case state(ConnectionState, ConnectionState)
     case error(RealtimeError)
     case lifecycle(ChannelLifecycleEvent)
+    /// What a tap asked to run in this place (`HandlerRegistry.tap(_:)`).
+    case followUp(@Sendable () -> Void)
 }
 
 enum EngineEffect: Sendable {

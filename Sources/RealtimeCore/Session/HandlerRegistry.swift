@@ -18,6 +18,9 @@ package final class HandlerRegistry: Sendable {
     package typealias ErrorHandler = @Sendable (RealtimeError) -> Void
     /// An observer of channel subscription changes.
     package typealias LifecycleHandler = @Sendable (ChannelLifecycleEvent) -> Void
+    /// An adapter's tap: sees events and transitions as the engine handles them, and returns what to run on
+    /// the delivery target in their place (see `RealtimeSession.addTap(channel:_:)`).
+    package typealias Tap = @Sendable (SessionTapInput) -> (@Sendable () -> Void)?
 
     private struct Key: Hashable {
         var channel: ChannelID?
@@ -72,6 +75,8 @@ package final class HandlerRegistry: Sendable {
         var stateObservers: [(id: HandlerID, persistent: Bool, handler: StateHandler)] = []
         var errorObservers: [(id: HandlerID, handler: ErrorHandler)] = []
         var lifecycleObservers: [(id: HandlerID, channel: ChannelID?, handler: LifecycleHandler)] = []
+        /// Adapters' taps; like persistent handlers, only `remove(_:)` removes them.
+        var taps: [(id: HandlerID, channel: ChannelID?, tap: Tap)] = []
         var nextSequence: UInt64 = 0
 
         var handlerCount: Int { slotOfHandler.count }
@@ -112,6 +117,10 @@ package final class HandlerRegistry: Sendable {
             }
             if let position = lifecycleObservers.firstIndex(where: { $0.id == id }) {
                 lifecycleObservers.remove(at: position)
+                return true
+            }
+            if let position = taps.firstIndex(where: { $0.id == id }) {
+                taps.remove(at: position)
                 return true
             }
             return false
@@ -212,6 +221,14 @@ package final class HandlerRegistry: Sendable {
         return id
     }
 
+    /// Adds an adapter's tap of `channel` (`nil`: every channel); it survives `removeEverything()`.
+    @discardableResult
+    package func addTap(channel: ChannelID?, _ tap: @escaping Tap) -> HandlerID {
+        let id = HandlerID()
+        storage.withLock { $0.taps.append((id, channel, tap)) }
+        return id
+    }
+
     /// Removes the handler or observer with `id`. Returns `false` if there was none.
     @discardableResult
     package func remove(id: HandlerID) -> Bool {
@@ -247,6 +264,7 @@ package final class HandlerRegistry: Sendable {
     package var count: Int {
         storage.withLock {
             $0.handlerCount + $0.stateObservers.count + $0.errorObservers.count + $0.lifecycleObservers.count
+                + $0.taps.count
         }
     }
 
@@ -272,6 +290,31 @@ package final class HandlerRegistry: Sendable {
             return matches
         }
         for entry in matches { entry.handler(event) }
+    }
+
+    /// Shows `deliveries` to the taps, in order, outside the lock, and puts what each tap returns just before
+    /// the delivery it saw. Leaves `deliveries` as it is when there are no taps.
+    func tap(_ deliveries: inout [Delivery]) {
+        let taps = storage.withLock { $0.taps }
+        guard !taps.isEmpty else { return }
+        var tapped: [Delivery] = []
+        tapped.reserveCapacity(deliveries.count)
+        for delivery in deliveries {
+            switch delivery {
+            case .event(let event, _, _):
+                for entry in taps where entry.channel == nil || entry.channel == event.channel {
+                    if let followUp = entry.tap(.event(event)) { tapped.append(.followUp(followUp)) }
+                }
+            case .state(let old, let new):
+                for entry in taps {
+                    if let followUp = entry.tap(.state(old, new)) { tapped.append(.followUp(followUp)) }
+                }
+            case .error, .lifecycle, .followUp:
+                break
+            }
+            tapped.append(delivery)
+        }
+        deliveries = tapped
     }
 
     /// Calls every state observer with a transition.

@@ -158,8 +158,8 @@ public final class RealtimeSession: Sendable {
 
     /// For adapters: calls `handler` for events named `event` (every event when `nil`) on `channel` (every
     /// channel when `nil`), and keeps it through ``removeAllHandlers()`` and `off(_:)`; only `off(id:)`
-    /// removes it. A presence roster uses it so that an app clearing its own handlers does not silently
-    /// stop the roster. Apps use ``on(_:id:perform:)``.
+    /// removes it, so that an app clearing its own handlers does not silently stop an adapter's
+    /// bookkeeping. Apps use ``on(_:id:perform:)``.
     @discardableResult
     public func addPersistentHandler(channel: ChannelID?, event: String?,
                                      perform handler: @escaping @Sendable (RealtimeEvent) -> Void) -> HandlerID {

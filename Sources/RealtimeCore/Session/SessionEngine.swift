@@ -150,6 +150,9 @@ final class SessionEngine: Sendable {
                 for input in inputs { core.handle(input, effects: &effects) }
                 swap(&deliveries, &core.deliveries)
             }
+            // Before the answers among the effects resume their callers: an adapter's state that a tap
+            // keeps (a presence roster) is current when `subscribed()` returns, whenever handlers run.
+            if !deliveries.isEmpty { registry.tap(&deliveries) }
             execute(effects)
             effects.removeAll(keepingCapacity: true)
             if !deliveries.isEmpty { deliver(deliveries) }
@@ -284,6 +287,7 @@ final class SessionEngine: Sendable {
                 case .state(let old, let new): registry.dispatchState(from: old, to: new)
                 case .error(let error): registry.dispatchError(error)
                 case .lifecycle(let event): registry.dispatchLifecycle(event)
+                case .followUp(let work): work()
                 }
             }
             if counted { self?.noteDelivered(backlog) }
