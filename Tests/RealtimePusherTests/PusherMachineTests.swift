@@ -20,6 +20,24 @@ struct PusherMachineTests {
                                 ping: .text(#"{"data":{},"event":"pusher:ping"}"#)))
     }
 
+    @Test("the other vendor's handshake fails the session at once, saying which dialect the server speaks",
+          arguments: [("bird", "pusher", "socket_id"), ("pusher", "bird", "connection_id")])
+    func otherVendorHandshake(ours: String, theirs: String, idKey: String) {
+        var driver = PusherDriver(ours == "bird" ? .bird(key: "k", host: "localhost") : .pusher(key: "k", host: "localhost"))
+        let actions = driver.establish("1.1", vendor: theirs, idKey: idKey)
+        #expect(actions.connectedIDs.isEmpty)
+        let failures = actions.compactMap { action -> RealtimeError? in
+            if case .fail(let error) = action { return error } else { return nil }
+        }
+        #expect(failures.map(\.code) == [.protocolViolation])
+        #expect(failures.first?.message.contains("build the session with .\(theirs)(…)") == true, "\(failures)")
+        // An app event of the same name after the handshake stays an app event.
+        var established = PusherDriver(ours == "bird" ? .bird(key: "k", host: "localhost") : .pusher(key: "k", host: "localhost"))
+        established.establish("1.1", vendor: ours, idKey: ours == "bird" ? "connection_id" : "socket_id")
+        let later = established.receive(#"{"event":"\#(theirs):connection_established","data":"{}"}"#)
+        #expect(!later.contains { if case .fail = $0 { return true } else { return false } })
+    }
+
     @Test("Bird: connection_id, pings without data, and a handshake without an id is refused for good")
     func birdHandshake() {
         var driver = PusherDriver(.bird(key: "k", host: "localhost"))

@@ -126,6 +126,12 @@ import Foundation
             let (data, rawData) = Self.decodeData(dataField)
             internalEvent(String(event.dropFirst(vendor.internalPrefix.count)), channel: channel, data: data,
                           raw: rawData, actions: &actions)
+        } else if connectionID == nil, let other = vendor.otherVendor,
+                  event == other.systemPrefix + "connection_established" {
+            // The other half of the family answered: waiting for our own prefix would hang in `connecting`.
+            actions.append(.fail(RealtimeError(
+                .protocolViolation, "this server speaks \(other.name)'s protocol (\(event)), not \(vendor.name)'s: "
+                    + "build the session with .\(other.name)(…)", context: .init(detail: event))))
         } else {
             // An app's event: its `data` text is parsed only if a handler reads it (see `decodeData`), or at
             // once while handlers do.
@@ -545,4 +551,16 @@ extension DialectKey.Kind {
     static let pusherSignIn = DialectKey.Kind("pusher.signin")
     /// Fetching a fresh shared key for an encrypted channel whose event would not open.
     static let pusherRekey = DialectKey.Kind("pusher.rekey")
+}
+
+extension PusherVendor {
+    /// The other member of the family (Pusher for Bird and the other way round), whose handshake tells a
+    /// session built for the wrong one what went wrong; `nil` for a custom vendor.
+    var otherVendor: PusherVendor? {
+        switch self {
+        case .pusher: .bird
+        case .bird: .pusher
+        default: nil
+        }
+    }
 }
