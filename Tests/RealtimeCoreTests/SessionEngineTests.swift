@@ -325,6 +325,9 @@ struct SessionEngineTests {
             Issue.record("the request should time out")
         } catch let error as RealtimeError {
             #expect(error.code == .timedOut)
+            // Named by what was asked: the internal request id means nothing to the caller.
+            #expect(error.message == #"no acknowledgement for "slow" on room within 2 s"#)
+            #expect(error.context.channel == "room")
         }
         // A late answer for the timed-out request is ignored.
         harness.peers[0].send(text: #"{"t":"ack","id":2,"args":["late"]}"#)

@@ -155,6 +155,24 @@ struct SessionTests {
         session.disconnect()
     }
 
+    @Test("a request that times out names its event, namespace and timeout", .timeLimit(.minutes(1)))
+    func requestTimeoutMessage() async throws {
+        let (session, transport, clock, _) = makeSession(auth: nil)
+        let chat = session.channel("/chat")
+        try await session.connect()
+        try await chat.subscribed()
+        // Within the 3 s liveness deadline of this server, which never pings.
+        let pending = Task { try await chat.request("unanswered", timeout: .milliseconds(2_500)) }
+        while !transport.peers[0].receivedTexts.contains(where: { $0.contains("unanswered") }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        clock.advance(by: .milliseconds(2_500))
+        let error = await #expect(throws: RealtimeError.self) { try await pending.value }
+        #expect(error?.code == .timedOut)
+        #expect(error?.message == #"no acknowledgement for "unanswered" on /chat within 2.5 s"#)
+        session.disconnect()
+    }
+
     @Test("SessionOptions.connectTimeout bounds the wait for the Engine.IO open packet and the transport's opening")
     func connectTimeoutBoundsTheHandshake() async throws {
         let clock = ManualClock()
