@@ -81,6 +81,7 @@ struct CLIServeTests {
         ["listen", "socketio", "http://127.0.0.1:1", "--bogus", "1"],
         ["send", "pusher", "ws://127.0.0.1:1", "--key", "k", "--channel", "private-a", "--event", "hello"],
         ["send", "socketio", "http://127.0.0.1:1", "--event", "e", "--data", "not json"],
+        ["listen", "socketio", "http://127.0.0.1:1", "--channel", "/chat", "--auth", #""str""#],  // not an object
         ["send", "actioncable", "ws://127.0.0.1:1/cable", "--channel", "C", "--event", "e", "--ack"],
         ["serve", "socketio", "--port", "70000"],
         ["nonsense"],

@@ -129,6 +129,24 @@ struct SocketIOEmbeddedServerTests {
         session.disconnect()
     }
 
+    @Test("auth that is not an object: the namespace is refused with .invalidArgument, the connection stays up")
+    func nonObjectAuthAgainstTheEmbeddedServer() async throws {
+        let server = try makeFixtureLikeServer()
+        defer { server.stop() }
+        let session = RealtimeSession(dialect: .socketIO(url: server.url, auth: .value("just-a-string")),
+                                      transport: WebSocketTransport())
+        let errors = Locked<[RealtimeError]>([])
+        session.onError { error in errors.withLock { $0.append(error) } }
+        let chat = session.channel("/chat")
+        try await session.connect()
+        let refused = await #expect(throws: RealtimeError.self) { try await chat.subscribed() }
+        #expect(refused?.code == .invalidArgument)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(session.state == .connected)   // no close 1002, no reconnect loop
+        #expect(errors.withLock { $0.map(\.code) } == [.invalidArgument, .invalidArgument])  // "/" and "/chat"
+        session.disconnect()
+    }
+
     @Test func heartbeatAndSilenceOnTheEmbeddedServer() async throws {
         // pingTimeout above pingInterval, as in the python fixture's 1 s / 2 s: a late deadline of an old
         // ping must not drop a client that answered the newer one.

@@ -149,6 +149,26 @@ struct SessionEngineTests {
         #expect(harness.peers.count == 1)
     }
 
+    @Test("a server close for a protocol error reaches onError at each occurrence; a normal close does not")
+    func faultCloseIsReported() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() })
+        try await harness.session.connect()
+        harness.peers[0].close(code: 1002, reason: "parse error")
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1),
+                                                       reason: .closedByServer(code: 1002, reason: "parse error")))
+        let reported = harness.errorLog
+        #expect(reported.map(\.code) == [.connectionClosed])
+        #expect(reported.first?.message == "the server closed the connection with code 1002 (protocol error): parse error")
+        #expect(reported.first?.context.closeCode == 1002)
+        harness.clock.advance(by: .seconds(1))
+        harness.peers[1].close(code: 1011, reason: "")
+        #expect(harness.errorLog.map(\.message).last == "the server closed the connection with code 1011 (internal server error)")
+        harness.clock.advance(by: .seconds(2))
+        #expect(harness.session.state == .connected)
+        harness.peers[2].close(code: 1001, reason: "going away")
+        #expect(harness.errorLog.count == 2)  // going away is routine: it reconnects quietly
+    }
+
     @Test("the app's disconnect stays disconnected")
     func appDisconnect() async throws {
         let harness = EngineHarness()

@@ -411,6 +411,12 @@ import Foundation
             let id = WorkID(kind: .socketIOAuth, channel: channel, serial: workSerial)
             actions.append(.perform(DialectWork(id: id) { try await provider(channel) }))
         case .value(let value):
+            // A CONNECT payload that is not an object makes the server drop the whole connection, and
+            // the next connection the same way: refuse the namespace instead.
+            if let error = SocketIOAuth.payloadError(value, channel: channel, fromProvider: false) {
+                actions.append(.subscriptionFailed(channel, error))
+                return
+            }
             namespaces[name] = Namespace(channel: channel, state: .authorizing(0))
             sendConnect(name, auth: value, actions: &actions)
         case nil:
@@ -443,6 +449,11 @@ import Foundation
               serial == id.serial else { return }
         switch result {
         case .success(let value):
+            if let error = SocketIOAuth.payloadError(value, channel: channel, fromProvider: true) {
+                namespaces[name] = nil
+                actions.append(.subscriptionFailed(channel, error))
+                return
+            }
             sendConnect(name, auth: value, actions: &actions)
         case .failure(let failure):
             namespaces[name] = nil
