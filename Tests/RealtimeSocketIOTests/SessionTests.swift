@@ -223,6 +223,36 @@ struct SessionTests {
         session.disconnect()
     }
 
+    @Test("a 404 or 400 answer to the upgrade fails connect() and the session; a 503 is retried", .timeLimit(.minutes(1)),
+          arguments: [(404, true), (400, true), (503, false)])
+    func httpRefusalOfTheUpgrade(status: Int, terminal: Bool) async throws {
+        let clock = ManualClock()
+        let transport = InMemoryTransport(autoAccept: false) { peer in
+            peer.fail(RealtimeError(.handshakeRejected, "HTTP \(status)", context: .init(httpStatus: status)))
+        }
+        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "http://127.0.0.1:1")!), transport: transport,
+                                      options: SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(1)))
+        if terminal {
+            let error = await #expect(throws: RealtimeError.self) { try await session.connect() }
+            #expect(error?.code == .handshakeRejected && error?.context.httpStatus == status)
+            guard case .failed = session.state else {
+                Issue.record("expected failed, got \(session.state)")
+                return
+            }
+            clock.advance(by: .seconds(60))
+            #expect(transport.peers.count == 1)
+        } else {
+            session.start()
+            _ = await transport.peer(0)
+            while !{ if case .reconnecting = session.state { true } else { false } }() {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            clock.advance(by: .seconds(5))
+            _ = await transport.peer(1)
+            session.disconnect()
+        }
+    }
+
     @Test("a request that times out names its event, namespace and timeout", .timeLimit(.minutes(1)))
     func requestTimeoutMessage() async throws {
         let (session, transport, clock, _) = makeSession(auth: nil)

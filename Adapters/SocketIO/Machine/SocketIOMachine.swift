@@ -82,8 +82,15 @@ import Foundation
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
         resetConnection()
-        // The JS client reconnects after every way a connection ends except its own or a namespace
-        // DISCONNECT; an Engine.IO CLOSE from the server surfaces as "transport close" and reconnects.
+        return Self.classify(closure)
+    }
+
+    /// The JS client reconnects after every way a connection ends except its own or a namespace
+    /// DISCONNECT; an Engine.IO CLOSE from the server surfaces as "transport close" and reconnects. A 4xx
+    /// answer to the upgrade or the polling handshake (no Engine.IO server at that path, a refused
+    /// request) ends the session instead, as for the other dialects: the next attempt would get the same.
+    static func classify(_ closure: TransportClosure) -> ConnectionEnd {
+        if case .failed(let error) = closure.kind, error.isLastingHTTPRefusal { return .terminal(error) }
         return .backoff(minimum: .zero)
     }
 
