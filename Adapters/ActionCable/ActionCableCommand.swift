@@ -34,7 +34,7 @@ enum ActionCableCommand {
             case .object(let members): data = members
             default:
                 throw RealtimeError(.invalidArgument,
-                                    "Action Cable sends a JSON object as an action's data, not \(kind(of: message.arguments[0]))",
+                                    "Action Cable sends a JSON object as an action's data, not \(message.arguments[0].kindDescription)",
                                     context: .init(channel: message.channel, detail: message.event))
             }
         default:
@@ -55,17 +55,5 @@ enum ActionCableCommand {
             data["action"] = .string(message.event)
         }
         return data
-    }
-
-    private static func kind(of value: JSONValue) -> String {
-        switch value {
-        case .null: return "null"
-        case .bool: return "a boolean"
-        case .integer, .double: return "a number"
-        case .string: return "a string"
-        case .array: return "an array"
-        case .object: return "an object"
-        case .binary: return "binary data"
-        }
     }
 }

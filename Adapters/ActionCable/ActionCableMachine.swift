@@ -95,9 +95,8 @@
         case .invalidArgument:
             return .terminal(error)
         case .handshakeRejected:
-            guard let status = error.context.httpStatus, (400..<500).contains(status),
-                  status != 408, status != 429 else { return .backoff(minimum: .zero) }
-            guard status == 404 else { return .terminal(error) }
+            guard error.isLastingHTTPRefusal else { return .backoff(minimum: .zero) }
+            guard error.context.httpStatus == 404 else { return .terminal(error) }
             var explained = error
             explained.message = "Action Cable refused the upgrade with HTTP 404: the Origin "
                 + "is not in allowed_request_origins, or the path is not the cable mount"

@@ -150,7 +150,8 @@ public final class ActionCableTestServer: Sendable {
     /// Serves one connection.
     public func accept(_ peer: InMemoryPeer) {
         guard allowsOrigin(peer.request.origin) else {
-            peer.fail(RealtimeError(.handshakeRejected, "origin rejected or wrong path (HTTP 404 Not Found)",
+            let path = peer.request.url.path.isEmpty ? "/" : peer.request.url.path
+            peer.fail(RealtimeError(.handshakeRejected, "wrong path (or origin refused): HTTP 404 Not Found for \(path)",
                                     context: .init(httpStatus: 404)))
             return
         }

@@ -76,6 +76,27 @@ struct CLIServeTests {
                 "\(run.transcript)")
     }
 
+    @Test("a 4xx answer to the Socket.IO upgrade or polling handshake fails at once with exit 3, as for the other dialects")
+    func socketIORefusedByHTTP() async throws {
+        let pusher = try await ServedCLI("pusher")
+        defer { pusher.process.stop() }
+        let wrongServer = try await runCLI(["listen", "socketio", pusher.url, "--json", "--timeout", "30"])
+        #expect(wrongServer.status == 3, "\(wrongServer.transcript)")
+        #expect(wrongServer.lines == [
+            CLILine.connecting, #"{"type":"state","from":"connecting","to":"failed"}"#,
+            CLILine.error("handshake-rejected", "wrong path (or origin refused): HTTP 404 Not Found for /socket.io/"),
+        ], "\(wrongServer.transcript)")
+
+        let socketIO = try await ServedCLI("socketio")
+        defer { socketIO.process.stop() }
+        // The embedded server speaks WebSocket only: its polling answer is 400.
+        let polling = try await runCLI(["listen", "socketio", socketIO.url, "--transport", "polling", "--json",
+                                        "--timeout", "30"])
+        #expect(polling.status == 3, "\(polling.transcript)")
+        #expect(polling.lines.last == CLILine.error("handshake-rejected", "polling GET answered HTTP 400 for /socket.io/"),
+                "\(polling.transcript)")
+    }
+
     @Test("demo: every backend, one handler set, every step passed, exit 0")
     func demo() async throws {
         let run = try await runCLI(["demo"])
@@ -94,6 +115,7 @@ struct CLIServeTests {
         ["listen", "socketio", "http://127.0.0.1:1", "--bogus", "1"],
         ["send", "pusher", "ws://127.0.0.1:1", "--key", "k", "--channel", "private-a", "--event", "hello"],
         ["send", "socketio", "http://127.0.0.1:1", "--event", "e", "--data", "not json"],
+        ["listen", "socketio", "http://127.0.0.1:1", "--channel", "/chat", "--auth", #""str""#],  // not an object
         ["send", "actioncable", "ws://127.0.0.1:1/cable", "--channel", "C", "--event", "e", "--ack"],
         ["serve", "socketio", "--port", "70000"],
         ["nonsense"],

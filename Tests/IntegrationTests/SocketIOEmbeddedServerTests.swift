@@ -1,6 +1,7 @@
 import Foundation
 import Realtime
 @_spi(DialectAuthoring) import RealtimeSocketIO
+import RealtimePusherTesting
 import RealtimeSocketIOTesting
 import RealtimeTesting
 import Testing
@@ -127,6 +128,40 @@ struct SocketIOEmbeddedServerTests {
         #expect(await eventually { if case .ended = chat.state { true } else { false } })
         #expect(session.state == .connected)
         session.disconnect()
+    }
+
+    @Test("auth that is not an object: the namespace is refused with .invalidArgument, the connection stays up")
+    func nonObjectAuthAgainstTheEmbeddedServer() async throws {
+        let server = try makeFixtureLikeServer()
+        defer { server.stop() }
+        let session = RealtimeSession(dialect: .socketIO(url: server.url, auth: .value("just-a-string")),
+                                      transport: WebSocketTransport())
+        let errors = Locked<[RealtimeError]>([])
+        session.onError { error in errors.withLock { $0.append(error) } }
+        let chat = session.channel("/chat")
+        try await session.connect()
+        let refused = await #expect(throws: RealtimeError.self) { try await chat.subscribed() }
+        #expect(refused?.code == .invalidArgument)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(session.state == .connected)   // no close 1002, no reconnect loop
+        #expect(errors.withLock { $0.map(\.code) } == [.invalidArgument, .invalidArgument])  // "/" and "/chat"
+        session.disconnect()
+    }
+
+    @Test("a 404 answer to the upgrade (the Pusher embedded server's port) fails connect() at once, without retries")
+    func wrongServerFailsAtOnce() async throws {
+        let pusher = try PusherTestServer(key: "app-key", secret: "app-secret")
+        defer { pusher.stop() }
+        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "http://127.0.0.1:\(pusher.port)")!),
+                                      transport: WebSocketTransport())
+        let error = await #expect(throws: RealtimeError.self) { try await session.connect(timeout: .seconds(10)) }
+        #expect(error?.code == .handshakeRejected)
+        #expect(error?.context.httpStatus == 404)
+        #expect(error?.message == "wrong path (or origin refused): HTTP 404 Not Found for /socket.io/")
+        guard case .failed = session.state else {
+            Issue.record("expected failed, got \(session.state)")
+            return
+        }
     }
 
     @Test func heartbeatAndSilenceOnTheEmbeddedServer() async throws {

@@ -529,7 +529,7 @@ struct ActionCableMachineTests {
     @Test("HTTP 404 on the upgrade explains the Origin check")
     func notFoundExplained() {
         var driver = MachineDriver()
-        let error = RealtimeError(.handshakeRejected, "origin rejected or wrong path (HTTP 404 Not Found)",
+        let error = RealtimeError(.handshakeRejected, "wrong path (or origin refused): HTTP 404 Not Found for /cable",
                                   context: .init(httpStatus: 404))
         guard case .terminal(let explained) = driver.machine.connectionEnded(TransportClosure(.failed(error), duringOpen: true)) else {
             Issue.record("404 must be terminal")

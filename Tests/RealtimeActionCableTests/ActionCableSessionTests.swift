@@ -332,7 +332,7 @@ struct ActionCableSessionTests {
     @Test("HTTP 404 on the upgrade fails the session with .handshakeRejected and the Origin hint")
     func originRejected() async throws {
         let harness = CableHarness(server: { peer in
-            peer.fail(RealtimeError(.handshakeRejected, "origin rejected or wrong path (HTTP 404 Not Found)",
+            peer.fail(RealtimeError(.handshakeRejected, "wrong path (or origin refused): HTTP 404 Not Found for /cable",
                                     context: .init(httpStatus: 404)))
         })
         await #expect(throws: RealtimeError.self) { try await harness.session.connect() }

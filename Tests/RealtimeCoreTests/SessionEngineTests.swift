@@ -149,6 +149,26 @@ struct SessionEngineTests {
         #expect(harness.peers.count == 1)
     }
 
+    @Test("a server close for a protocol error reaches onError at each occurrence; a normal close does not")
+    func faultCloseIsReported() async throws {
+        let harness = EngineHarness(script: { _ in EngineHarness.welcome() })
+        try await harness.session.connect()
+        harness.peers[0].close(code: 1002, reason: "parse error")
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1),
+                                                       reason: .closedByServer(code: 1002, reason: "parse error")))
+        let reported = harness.errorLog
+        #expect(reported.map(\.code) == [.connectionClosed])
+        #expect(reported.first?.message == "the server closed the connection with code 1002 (protocol error): parse error")
+        #expect(reported.first?.context.closeCode == 1002)
+        harness.clock.advance(by: .seconds(1))
+        harness.peers[1].close(code: 1011, reason: "")
+        #expect(harness.errorLog.map(\.message).last == "the server closed the connection with code 1011 (internal server error)")
+        harness.clock.advance(by: .seconds(2))
+        #expect(harness.session.state == .connected)
+        harness.peers[2].close(code: 1001, reason: "going away")
+        #expect(harness.errorLog.count == 2)  // going away is routine: it reconnects quietly
+    }
+
     @Test("the app's disconnect stays disconnected")
     func appDisconnect() async throws {
         let harness = EngineHarness()
@@ -325,6 +345,9 @@ struct SessionEngineTests {
             Issue.record("the request should time out")
         } catch let error as RealtimeError {
             #expect(error.code == .timedOut)
+            // Named by what was asked: the internal request id means nothing to the caller.
+            #expect(error.message == #"no acknowledgement for "slow" on room within 2 s"#)
+            #expect(error.context.channel == "room")
         }
         // A late answer for the timed-out request is ignored.
         harness.peers[0].send(text: #"{"t":"ack","id":2,"args":["late"]}"#)

@@ -72,6 +72,28 @@ struct MachineEngineIOTests {
         }
     }
 
+    @Test("a 4xx answer to the upgrade or the polling handshake ends the session; 408, 429, 5xx and later polling failures back off")
+    func lastingHTTPRefusalsAreTerminal() {
+        func end(_ code: RealtimeError.Code, _ status: Int) -> ConnectionEnd {
+            var harness = MachineHarness()
+            harness.connect()
+            let error = RealtimeError(code, "HTTP \(status)", context: .init(httpStatus: status))
+            return harness.machine.connectionEnded(TransportClosure(.failed(error), duringOpen: true))
+        }
+        for status in [400, 401, 403, 404, 410] {
+            guard case .terminal(let error) = end(.handshakeRejected, status) else {
+                Issue.record("HTTP \(status) should end the session")
+                continue
+            }
+            #expect(error.context.httpStatus == status)
+        }
+        for status in [408, 429, 500, 502, 503] {
+            #expect(end(.handshakeRejected, status) == .backoff(minimum: .zero), "HTTP \(status)")
+        }
+        // An open polling session whose GET is refused (the server forgot the sid) reconnects.
+        #expect(end(.transportFailed, 400) == .backoff(minimum: .zero))
+    }
+
     @Test func garbageIsAParseErrorThatCloses() {
         for text in ["9", "4x", "0{}", #"4"#] {
             var harness = MachineHarness()

@@ -109,6 +109,18 @@ struct PollingTests {
             Issue.record("expected a failure")
         }
 
+        // The body's trailing newline (and any control character) stays out of the message.
+        var plain = PollingHarness()
+        _ = plain.polling.handle(.start)
+        let answer = HTTPResponse(status: 400, body: Data("Bad request: missing Upgrade: websocket\n".utf8))
+        if case .failed(let error)? = plain.polling.handle(.getFinished(.success(answer))).closures.first?.kind {
+            #expect(error.message == "polling GET answered HTTP 400 for /socket.io/")
+            #expect(error.context.detail == "Bad request: missing Upgrade: websocket")
+            #expect(error.description.hasSuffix("HTTP 400; Bad request: missing Upgrade: websocket"))
+        } else {
+            Issue.record("expected a failure")
+        }
+
         var noOpen = PollingHarness()
         _ = noOpen.polling.handle(.start)
         if case .failed(let error)? = noOpen.get([.text("40")]).closures.first?.kind {

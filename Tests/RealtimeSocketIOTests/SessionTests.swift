@@ -12,6 +12,11 @@ private func serve(_ peer: InMemoryPeer, requiredToken: String? = nil, tokens: L
         if text.hasPrefix("40") {
             var decoder = SocketIOPacketDecoder()
             guard let packet = try? decoder.receive(text: String(text.dropFirst())) else { return }
+            // As socket.io and python-socketio do: a CONNECT payload that is not an object is a parse error.
+            if let payload = packet.payload, payload.objectValue == nil {
+                peer.close(code: 1002, reason: "parse error")
+                return
+            }
             let token = packet.payload?["token"]?.stringValue ?? ""
             tokens.withLock { $0.append(token) }
             let prefix = packet.namespace == "/" ? "" : packet.namespace + ","
@@ -152,6 +157,117 @@ struct SessionTests {
         let afterReconnect = Array(tokens.withLock { $0 }.dropFirst(2))
         #expect(Set(afterReconnect) == ["t3", "t4"])
         #expect(session.connectionID == "eio-1")
+        session.disconnect()
+    }
+
+    @Test("auth that is not a JSON object refuses each namespace with .invalidArgument, heard by onError; no CONNECT, no reconnect loop",
+          .timeLimit(.minutes(1)))
+    func nonObjectAuthIsRefused() async throws {
+        let (session, transport, clock, _) = makeSession(auth: .value("just-a-string"))
+        let errors = Locked<[RealtimeError]>([])
+        session.onError { error in errors.withLock { $0.append(error) } }
+        let chat = session.channel("/chat")
+        try await session.connect()
+        let error = await #expect(throws: RealtimeError.self) { try await chat.subscribed() }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message == #"Socket.IO's auth must be a JSON object such as {"token": "…"}; a string was given"#)
+        #expect(error?.context.channel == "/chat")
+        // "/" (joined on connect) and "/chat", each once.
+        #expect(errors.withLock { $0.map(\.code) } == [.invalidArgument, .invalidArgument])
+        clock.advance(by: .seconds(2))  // past any reconnect delay, short of the 3 s liveness deadline
+        #expect(transport.peers.count == 1)
+        #expect(session.state == .connected)
+        #expect(!transport.peers[0].receivedTexts.contains { $0.hasPrefix("40") })
+        session.disconnect()
+    }
+
+    @Test("an auth provider returning something other than an object refuses that namespace with .invalidArgument",
+          .timeLimit(.minutes(1)))
+    func providerReturningNonObjectIsRefused() async throws {
+        let (session, transport, _, _) = makeSession(auth: .provider { namespace in
+            namespace == "/chat" ? ["a", "b"] : ["token": "fine"]
+        })
+        let chat = session.channel("/chat")
+        let root = session.channel("/")
+        try await session.connect()
+        try await root.subscribed()
+        let error = await #expect(throws: RealtimeError.self) { try await chat.subscribed() }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.hasSuffix("; the auth provider returned an array") == true)
+        #expect(transport.peers.count == 1 && session.state == .connected)
+        #expect(!transport.peers[0].receivedTexts.contains { $0.hasPrefix("40/chat") })
+        session.disconnect()
+    }
+
+    @Test("a server that closes with 1002 is reported through onError, not only retried", .timeLimit(.minutes(1)))
+    func protocolErrorCloseIsReported() async throws {
+        let clock = ManualClock()
+        let transport = InMemoryTransport(autoAccept: false) { peer in
+            peer.onReceive { frame, peer in
+                if case .text(let text) = frame, text.hasPrefix("40") { peer.close(code: 1002, reason: "parse error") }
+            }
+            peer.accept()
+            peer.send(text: #"0{"sid":"s","upgrades":[],"pingInterval":1000,"pingTimeout":2000,"maxPayload":100000}"#)
+        }
+        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "http://127.0.0.1:1")!), transport: transport,
+                                      options: SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(1)))
+        let errors = Locked<[RealtimeError]>([])
+        session.onError { error in errors.withLock { $0.append(error) } }
+        try await session.connect()
+        while errors.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(errors.withLock { $0.map(\.context.closeCode) } == [1002])
+        guard case .reconnecting(_, _, .closedByServer(1002?, _)) = session.state else {
+            Issue.record("expected reconnecting after the 1002 close, got \(session.state)")
+            return
+        }
+        session.disconnect()
+    }
+
+    @Test("a 404 or 400 answer to the upgrade fails connect() and the session; a 503 is retried", .timeLimit(.minutes(1)),
+          arguments: [(404, true), (400, true), (503, false)])
+    func httpRefusalOfTheUpgrade(status: Int, terminal: Bool) async throws {
+        let clock = ManualClock()
+        let transport = InMemoryTransport(autoAccept: false) { peer in
+            peer.fail(RealtimeError(.handshakeRejected, "HTTP \(status)", context: .init(httpStatus: status)))
+        }
+        let session = RealtimeSession(dialect: .socketIO(url: URL(string: "http://127.0.0.1:1")!), transport: transport,
+                                      options: SessionOptions(delivery: .inline, clock: clock, randomSource: .seeded(1)))
+        if terminal {
+            let error = await #expect(throws: RealtimeError.self) { try await session.connect() }
+            #expect(error?.code == .handshakeRejected && error?.context.httpStatus == status)
+            guard case .failed = session.state else {
+                Issue.record("expected failed, got \(session.state)")
+                return
+            }
+            clock.advance(by: .seconds(60))
+            #expect(transport.peers.count == 1)
+        } else {
+            session.start()
+            _ = await transport.peer(0)
+            while !{ if case .reconnecting = session.state { true } else { false } }() {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            clock.advance(by: .seconds(5))
+            _ = await transport.peer(1)
+            session.disconnect()
+        }
+    }
+
+    @Test("a request that times out names its event, namespace and timeout", .timeLimit(.minutes(1)))
+    func requestTimeoutMessage() async throws {
+        let (session, transport, clock, _) = makeSession(auth: nil)
+        let chat = session.channel("/chat")
+        try await session.connect()
+        try await chat.subscribed()
+        // Within the 3 s liveness deadline of this server, which never pings.
+        let pending = Task { try await chat.request("unanswered", timeout: .milliseconds(2_500)) }
+        while !transport.peers[0].receivedTexts.contains(where: { $0.contains("unanswered") }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        clock.advance(by: .milliseconds(2_500))
+        let error = await #expect(throws: RealtimeError.self) { try await pending.value }
+        #expect(error?.code == .timedOut)
+        #expect(error?.message == #"no acknowledgement for "unanswered" on /chat within 2.5 s"#)
         session.disconnect()
     }
 

@@ -161,8 +161,9 @@ struct HandshakeClientTests {
         #expect(expectError(goodResponse + [" folded: line"])?.code == .handshakeInvalid)
     }
 
-    @Test("401, 403 and 404 get distinct messages with status and body start", arguments: [
-        (401, "authentication"), (403, "refused"), (404, "origin rejected or wrong path"), (500, "HTTP 500"),
+    @Test("401, 403 and 404 get distinct messages with status and body start; 404 names the path", arguments: [
+        (401, "authentication"), (403, "refused"), (404, "wrong path (or origin refused): HTTP 404 Not Found for /chat"),
+        (500, "HTTP 500"),
     ])
     func rejections(status: Int, phrase: String) {
         let body = "No entry\nfor you"
@@ -171,6 +172,18 @@ struct HandshakeClientTests {
         #expect(error?.context.httpStatus == status)
         #expect(error?.message.contains(phrase) == true)
         #expect(error?.context.detail?.contains("No entry for you") == true)
+    }
+
+    @Test("a 404 names the request path but not its query, which may carry tokens")
+    func notFoundNamesThePathOnly() {
+        var client = handshake("ws://example.com/socket.io/?EIO=4&token=secret")
+        do {
+            _ = try receive(&client, response(["HTTP/1.1 404 Not Found", "Content-Length: 0"]))
+            Issue.record("expected a rejection")
+        } catch {
+            #expect(error.message == "wrong path (or origin refused): HTTP 404 Not Found for /socket.io/")
+            #expect(!error.description.contains("secret"))
+        }
     }
 
     @Test("3xx reports the Location")

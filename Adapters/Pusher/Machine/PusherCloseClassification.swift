@@ -9,10 +9,7 @@ extension PusherMachine {
         switch closure.kind {
         case .failed(let error):
             if error.code == .invalidArgument { return .terminal(error) }
-            if error.code == .handshakeRejected, let status = error.context.httpStatus,
-               (400..<500).contains(status), status != 408, status != 429 {
-                return .terminal(error)
-            }
+            if error.isLastingHTTPRefusal { return .terminal(error) }
             return .backoff(minimum: .zero)
         case .closedByPeer(nil, _), .livenessTimeout:
             return .backoff(minimum: .zero)

@@ -243,16 +243,36 @@ extension RealtimeDialect where Self == SocketIODialect {
 /// The payload sent with every namespace CONNECT: the `auth:` of
 /// ``RealtimeDialect/socketIO(url:path:auth:headers:queryItems:transports:defaultNamespaces:limits:allowsInsecureTransportToRemoteHosts:liveness:)``,
 /// as `PusherAuth` and `ActionCableAuth` are for the other dialects.
+///
+/// Socket.IO v5 takes only a JSON object as the CONNECT payload. Any other value (a string, an array,
+/// `.null`) refuses the namespace with `.invalidArgument` before anything is sent: `subscribed()` throws
+/// it and `onError` hears it.
 public enum SocketIOAuth: Sendable, ExpressibleByDictionaryLiteral {
-    /// The same payload every time (normally an object such as `["token": "…"]`).
+    /// The same payload every time: an object such as `["token": "…"]`.
     case value(JSONValue)
     /// Asked again before every namespace CONNECT, on the first connection and after every reconnect,
-    /// so expiring tokens can be refreshed. Throwing refuses that namespace with `.authorizationFailed`.
+    /// so expiring tokens can be refreshed. Throwing refuses that namespace with `.authorizationFailed`;
+    /// returning something other than an object refuses it with `.invalidArgument`.
     case provider(@Sendable (_ namespace: ChannelID) async throws -> JSONValue)
 
     /// `["token": "…"]` is `.value(.object(["token": "…"]))`.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .value(.object(Dictionary(elements, uniquingKeysWith: { _, last in last })))
+    }
+}
+
+extension SocketIOAuth {
+    /// Why `value` cannot be a CONNECT payload, or `nil` when it can: the protocol wants an object, and a
+    /// server drops the whole connection (close 1002) on anything else. The message names the kind of
+    /// value given, never the value, which may be a token.
+    package static func payloadError(_ value: JSONValue, channel: ChannelID? = nil,
+                                     fromProvider: Bool) -> RealtimeError? {
+        if case .object = value { return nil }
+        let given = fromProvider ? "the auth provider returned \(value.kindDescription)"
+                                 : "\(value.kindDescription) was given"
+        return RealtimeError(.invalidArgument,
+                             "Socket.IO's auth must be a JSON object such as {\"token\": \"…\"}; \(given)",
+                             context: .init(channel: channel))
     }
 }
 

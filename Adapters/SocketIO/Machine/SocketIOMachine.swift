@@ -82,8 +82,15 @@ import Foundation
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
         resetConnection()
-        // The JS client reconnects after every way a connection ends except its own or a namespace
-        // DISCONNECT; an Engine.IO CLOSE from the server surfaces as "transport close" and reconnects.
+        return Self.classify(closure)
+    }
+
+    /// The JS client reconnects after every way a connection ends except its own or a namespace
+    /// DISCONNECT; an Engine.IO CLOSE from the server surfaces as "transport close" and reconnects. A 4xx
+    /// answer to the upgrade or the polling handshake (no Engine.IO server at that path, a refused
+    /// request) ends the session instead, as for the other dialects: the next attempt would get the same.
+    static func classify(_ closure: TransportClosure) -> ConnectionEnd {
+        if case .failed(let error) = closure.kind, error.isLastingHTTPRefusal { return .terminal(error) }
         return .backoff(minimum: .zero)
     }
 
@@ -411,6 +418,12 @@ import Foundation
             let id = WorkID(kind: .socketIOAuth, channel: channel, serial: workSerial)
             actions.append(.perform(DialectWork(id: id) { try await provider(channel) }))
         case .value(let value):
+            // A CONNECT payload that is not an object makes the server drop the whole connection, and
+            // the next connection the same way: refuse the namespace instead.
+            if let error = SocketIOAuth.payloadError(value, channel: channel, fromProvider: false) {
+                actions.append(.subscriptionFailed(channel, error))
+                return
+            }
             namespaces[name] = Namespace(channel: channel, state: .authorizing(0))
             sendConnect(name, auth: value, actions: &actions)
         case nil:
@@ -443,6 +456,11 @@ import Foundation
               serial == id.serial else { return }
         switch result {
         case .success(let value):
+            if let error = SocketIOAuth.payloadError(value, channel: channel, fromProvider: true) {
+                namespaces[name] = nil
+                actions.append(.subscriptionFailed(channel, error))
+                return
+            }
             sendConnect(name, auth: value, actions: &actions)
         case .failure(let failure):
             namespaces[name] = nil

@@ -136,6 +136,21 @@ package struct EngineIOPolling: Sendable {
     }
 
     /// Long-poll timeout: the server answers within `pingInterval` with at least a ping.
+    /// The Engine.IO path, without the query (which may carry tokens), for messages.
+    private var requestPath: String {
+        let path = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
+        return path.isEmpty ? "/" : path
+    }
+
+    /// The start of an error body for `context.detail`, on one line: control characters (the body's own
+    /// trailing newline) would break the message it ends up in.
+    static func bodyPreview(_ body: Data) -> String? {
+        let text = String(decoding: body.prefix(200), as: UTF8.self)
+            .split(whereSeparator: { $0.isWhitespace || $0.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } })
+            .joined(separator: " ")
+        return text.isEmpty ? nil : text
+    }
+
     private var pollTimeout: Duration {
         guard let handshake else { return request.connectTimeout }
         return handshake.pingInterval + handshake.pingTimeout + .seconds(5)
@@ -172,9 +187,8 @@ package struct EngineIOPolling: Sendable {
             let response = try result.get()
             guard response.status == 200 else {
                 throw RealtimeError(phase == .handshaking ? .handshakeRejected : .transportFailed,
-                                    "polling GET answered HTTP \(response.status)",
-                                    context: .init(httpStatus: response.status,
-                                                   detail: String(decoding: response.body.prefix(200), as: UTF8.self)))
+                                    "polling GET answered HTTP \(response.status) for \(requestPath)",
+                                    context: .init(httpStatus: response.status, detail: Self.bodyPreview(response.body)))
             }
             frames = try PollingPayload.decode(response.body)
             if phase == .handshaking {

@@ -84,6 +84,20 @@ extension JSONValue {
         if case .null = self { return true }
         return false
     }
+
+    /// What kind of value this is, for messages that say what was given instead of what was wanted
+    /// ("an object", "a string"); never the value itself, which may be a secret.
+    package var kindDescription: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .integer, .double: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        case .binary: "binary data"
+        }
+    }
 }
 
 extension JSONValue: ExpressibleByNilLiteral {

@@ -9,6 +9,22 @@ struct PendingRequests: Sendable {
         var sentOn: UInt64?
         /// A dialect-specific command waiting for the connection.
         var custom: (name: String, payload: JSONValue)?
+        /// What was asked, for the message when no answer comes.
+        var subject: Subject?
+    }
+
+    /// A request's event (or command) name, its channel and its timeout: what a timed-out caller is told,
+    /// instead of the internal request id.
+    struct Subject: Sendable {
+        var name: String
+        /// `nil` for a dialect command.
+        var channel: ChannelID?
+        var timeout: Duration
+
+        var timeoutMessage: String {
+            guard let channel else { return "no answer to \"\(name)\" within \(timeout.secondsText)" }
+            return "no acknowledgement for \"\(name)\" on \(channel) within \(timeout.secondsText)"
+        }
     }
 
     /// The newest early cancellations kept; older ones belong to operations that will not come.
@@ -20,13 +36,14 @@ struct PendingRequests: Sendable {
     private var earlyCancellations: [OperationID] = []
 
     /// A request written on `connection`, or buffered with its channel when `sentOn` is `nil`.
-    mutating func add(_ id: RequestID, sentOn connection: UInt64?) {
-        requests[id] = Request(sentOn: connection)
+    mutating func add(_ id: RequestID, sentOn connection: UInt64?, subject: Subject? = nil) {
+        requests[id] = Request(sentOn: connection, subject: subject)
     }
 
     /// A dialect command to write once the session is connected.
-    mutating func addCustom(_ id: RequestID, name: String, payload: JSONValue) {
-        requests[id] = Request(sentOn: nil, custom: (name, payload))
+    mutating func addCustom(_ id: RequestID, name: String, payload: JSONValue, timeout: Duration? = nil) {
+        requests[id] = Request(sentOn: nil, custom: (name, payload),
+                               subject: timeout.map { Subject(name: name, channel: nil, timeout: $0) })
         customQueue.append(id)
     }
 

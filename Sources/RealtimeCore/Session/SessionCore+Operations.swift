@@ -132,8 +132,9 @@ extension SessionCore {
             return
         }
         let id = RequestID(operation)
+        let subject = PendingRequests.Subject(name: message.event, channel: message.channel, timeout: timeout)
         if canSendNow(on: message.channel) {
-            requests.add(id, sentOn: currentConnection)
+            requests.add(id, sentOn: currentConnection, subject: subject)
             schedule(.requestDeadline(id), after: timeout, effects: &effects)
             runMachine(effects: &effects) { $0.handle(.request(message, id), actions: &$1) }
             return
@@ -142,7 +143,7 @@ extension SessionCore {
             effects.append(.answer(.failed(operation, error)))
             return
         }
-        requests.add(id, sentOn: nil)
+        requests.add(id, sentOn: nil, subject: subject)
         channels.buffer(message, as: .request(id))
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
     }
@@ -161,10 +162,11 @@ extension SessionCore {
         let id = RequestID(operation)
         schedule(.requestDeadline(id), after: timeout, effects: &effects)
         if handshakeDone {
-            requests.add(id, sentOn: currentConnection)
+            requests.add(id, sentOn: currentConnection,
+                         subject: PendingRequests.Subject(name: name, channel: nil, timeout: timeout))
             runMachine(effects: &effects) { $0.handle(.custom(name: name, payload: payload, id), actions: &$1) }
         } else {
-            requests.addCustom(id, name: name, payload: payload)
+            requests.addCustom(id, name: name, payload: payload, timeout: timeout)
         }
     }
 
@@ -191,7 +193,9 @@ extension SessionCore {
             runMachine(effects: &effects) { $0.handle(.cancelRequest(id), actions: &$1) }
         }
         if pending.sentOn == nil { channels.removeBufferedRequest(id) }
-        let error = RealtimeError(.timedOut, "no answer to request \(id) in time")
+        // Named by what was asked, not by the internal id the caller never saw.
+        let error = RealtimeError(.timedOut, pending.subject?.timeoutMessage ?? "no answer in time",
+                                  context: .init(channel: pending.subject?.channel))
         effects.append(.answer(.failed(OperationID(id), error)))
     }
 

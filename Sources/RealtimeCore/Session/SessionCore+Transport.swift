@@ -47,10 +47,31 @@ extension SessionCore {
         } else if case .livenessTimeout = closure.kind {
             reportFailure(RealtimeError(.livenessTimeout, "the link went silent: no sign of life from the server in time"),
                           effects: &effects)
+        } else if let error = Self.faultCloseError(closure) {
+            reportFailure(error, effects: &effects)
         }
         phase = .idle
         resetConnectionState(effects: &effects)
         proceed(after: end, effects: &effects)
+    }
+
+    /// Server close codes (RFC 6455 §7.4.1) that say something went wrong rather than that the server is
+    /// going away or restarting: the app hears of them, as of a failed attempt, or a server that keeps
+    /// refusing what this client sends (a protocol error) would look like an ordinary reconnect loop.
+    static let faultCloseCodes: [Int: String] = [
+        1002: "protocol error", 1003: "unsupported data", 1007: "invalid payload data", 1008: "policy violation",
+        1009: "message too big", 1010: "missing extension", 1011: "internal server error",
+    ]
+
+    /// The error reported for a server close with one of the ``faultCloseCodes``; `nil` for any other end.
+    static func faultCloseError(_ closure: TransportClosure) -> RealtimeError? {
+        guard case .closedByPeer(let code?, let reason) = closure.kind, let meaning = faultCloseCodes[code] else {
+            return nil
+        }
+        return RealtimeError(.connectionClosed,
+                             "the server closed the connection with code \(code) (\(meaning))"
+                                + (reason.isEmpty ? "" : ": \(reason)"),
+                             context: .init(closeCode: code, detail: reason.isEmpty ? nil : reason))
     }
 
     private static func reason(for closure: TransportClosure) -> DisconnectReason {

@@ -62,4 +62,12 @@ extension Duration {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
+
+    /// The duration for people, in seconds to the millisecond: "5 s", "0.25 s".
+    package var secondsText: String {
+        let milliseconds = (seconds * 1000).rounded()
+        let text = milliseconds.truncatingRemainder(dividingBy: 1000) == 0
+            ? String(Int64(milliseconds / 1000)) : String(milliseconds / 1000)
+        return text + " s"
+    }
 }

@@ -122,6 +122,12 @@ package struct WebSocketClientHandshake: Sendable {
         return target
     }
 
+    /// The request's percent-encoded path (or `/`), without the query.
+    var requestPath: String {
+        let path = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""
+        return path.isEmpty ? "/" : path
+    }
+
     /// The upgrade request. Headers that fail `validate()` are left out rather than sent broken.
     package func requestBytes() -> [UInt8] {
         let hasCustomHost = headers.contains { $0.name.lowercased() == "host" }
@@ -287,7 +293,9 @@ package struct WebSocketClientHandshake: Sendable {
         case 403:
             message = "the server refused the connection (HTTP 403 Forbidden)"
         case 404:
-            message = "origin rejected or wrong path (HTTP 404 Not Found)"
+            // Most servers answer 404 for a path they do not serve; some (Action Cable) also for an Origin
+            // they refuse. The path is named, the query is not: it may carry tokens.
+            message = "wrong path (or origin refused): HTTP 404 Not Found for \(requestPath)"
         case 426:
             message = "the server wants another WebSocket version (HTTP 426 Upgrade Required)"
             if let versions = rejection.head.value("sec-websocket-version") { details.append("Sec-WebSocket-Version: \(versions)") }

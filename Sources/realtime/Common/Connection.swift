@@ -126,7 +126,13 @@ enum ConnectionOptions {
             case "upgrade": transports = [.polling, .websocket]
             case let other: throw UsageError("--transport takes websocket, polling or upgrade, not \(other)")
             }
-            let auth = try arguments.json("auth").map { SocketIOAuth.value($0) }
+            let auth = try arguments.json("auth").map { value in
+                // Refused here (exit 2) rather than by every namespace once connected.
+                if let error = SocketIOAuth.payloadError(value, fromProvider: false) {
+                    throw UsageError("--auth: \(error.message)")
+                }
+                return SocketIOAuth.value(value)
+            }
             return SocketIODialect(url: url, auth: auth, headers: headers, transports: transports,
                                    defaultNamespaces: [], allowsInsecureTransportToRemoteHosts: insecure)
         case .actioncable:
