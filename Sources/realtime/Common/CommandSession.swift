@@ -118,18 +118,12 @@ final class CommandSession: Sendable {
                 if ending == .timedOut, !self.finisher.isFinished {
                     let what = unconfirmed.isEmpty ? awaited()
                         : "the server never confirmed " + unconfirmed.map(\.description).joined(separator: ", ")
-                    self.output.error(RealtimeError(.timedOut, "timed out after \(Self.seconds(limit))"
+                    self.output.error(RealtimeError(.timedOut, "timed out after \(limit.secondsText)"
                                                     + (what.map { ": " + $0 } ?? "")))
                 }
                 self.finisher.finish(ending)
             }
         }
-    }
-
-    /// `2 s`, `0.5 s`.
-    private static func seconds(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        return String(format: "%g s", Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// Waits for the decision, then disconnects quietly.
