@@ -201,8 +201,9 @@ struct PusherRosterTests {
         let harness = PusherHarness()
         let roster = try harness.session.presence("presence-room")
         let seen = Locked<[String]>([])
-        roster.channel.onLifecycle { event in
-            guard case .subscribed = event.kind else { return }
+        // Weakly: the session keeps its observers, and the roster keeps the session (a cycle LeakSanitizer sees).
+        roster.channel.onLifecycle { [weak roster] event in
+            guard case .subscribed = event.kind, let roster else { return }
             seen.withLock { $0.append("\(roster.count) \(roster.myID ?? "?")") }
         }
         try await harness.session.connect()
