@@ -293,28 +293,31 @@ package final class HandlerRegistry: Sendable {
     }
 
     /// Shows `deliveries` to the taps, in order, outside the lock, and puts what each tap returns just before
-    /// the delivery it saw. Leaves `deliveries` as it is when there are no taps.
+    /// the delivery it saw. Leaves `deliveries` as it is (no copy) while no tap returns anything: a roster on
+    /// one channel costs a busy other channel nothing but the look.
     func tap(_ deliveries: inout [Delivery]) {
         let taps = storage.withLock { $0.taps }
         guard !taps.isEmpty else { return }
-        var tapped: [Delivery] = []
-        tapped.reserveCapacity(deliveries.count)
-        for delivery in deliveries {
+        var tapped: [Delivery]?  // made at the first follow-up
+        for index in deliveries.indices {
+            let delivery = deliveries[index]
+            let input: SessionTapInput
             switch delivery {
-            case .event(let event, _, _):
-                for entry in taps where entry.channel == nil || entry.channel == event.channel {
-                    if let followUp = entry.tap(.event(event)) { tapped.append(.followUp(followUp)) }
-                }
-            case .state(let old, let new):
-                for entry in taps {
-                    if let followUp = entry.tap(.state(old, new)) { tapped.append(.followUp(followUp)) }
-                }
+            case .event(let event, _, _): input = .event(event)
+            case .state(let old, let new): input = .state(old, new)
             case .error, .lifecycle, .followUp:
-                break
+                tapped?.append(delivery)
+                continue
             }
-            tapped.append(delivery)
+            for entry in taps {
+                if case .event(let event) = input, let channel = entry.channel, channel != event.channel { continue }
+                guard let followUp = entry.tap(input) else { continue }
+                if tapped == nil { tapped = Array(deliveries[..<index]) }
+                tapped?.append(.followUp(followUp))
+            }
+            tapped?.append(delivery)
         }
-        deliveries = tapped
+        if let tapped { deliveries = tapped }
     }
 
     /// Calls every state observer with a transition.

@@ -115,11 +115,10 @@ package struct WebSocketClientHandshake: Sendable {
 
     /// The request target: percent-encoded path (or `/`) and query.
     package var requestTarget: String {
-        let components = URLComponents(url: url, resolvingAgainstBaseURL: true)
-        var target = components?.percentEncodedPath ?? ""
-        if target.isEmpty { target = "/" }
-        if let query = components?.percentEncodedQuery { target += "?\(query)" }
-        return target
+        guard let query = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedQuery else {
+            return requestPath
+        }
+        return requestPath + "?" + query
     }
 
     /// The request's percent-encoded path (or `/`), without the query.
