@@ -85,14 +85,24 @@ public final class PusherTestServer: Sendable {
 
     deinit { stop() }
 
-    /// Closes every connection and stops listening.
+    /// Stops listening and drops every connection: clients see their socket drop (1006), as after a crash.
+    /// ``shutdown()`` closes them cleanly instead.
     public func stop() {
-        let listener = server.withLock { current -> WebSocketServer? in
+        takeListener()?.stop()
+    }
+
+    /// Stops listening and closes every connection with 4200 ("reconnect immediately", as the hosted
+    /// service does when it restarts a node), returning once all have ended.
+    public func shutdown() async {
+        await takeListener()?.shutdown(code: 4200, reason: "server shutting down")
+    }
+
+    private func takeListener() -> WebSocketServer? {
+        server.withLock { current -> WebSocketServer? in
             let old = current
             current = nil
             return old
         }
-        listener?.stop()
     }
 
     /// The clients connected now, sorted by socket id.

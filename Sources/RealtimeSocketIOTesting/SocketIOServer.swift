@@ -154,7 +154,8 @@ public final class SocketIOServer: Sendable {
         return URL(string: "http://\(host):\(port)")!
     }
 
-    /// Stops listening and drops every client.
+    /// Stops listening and drops every client: clients see their socket drop (1006), as after a crash.
+    /// ``shutdown()`` closes them cleanly instead.
     public func stop() {
         let timers = state.withLock { state -> [any ScheduledTimer] in
             defer { state.clients = [:] }
@@ -162,6 +163,13 @@ public final class SocketIOServer: Sendable {
         }
         for timer in timers { timer.cancel() }
         webSocketServer.withLock { $0 }?.stop()
+    }
+
+    /// Stops listening and closes every client's WebSocket with 1001 "going away", returning once all
+    /// have ended; clients reconnect as after a server restart. Each client's heartbeat stops as its
+    /// close completes.
+    public func shutdown() async {
+        await webSocketServer.withLock { $0 }?.shutdown()
     }
 
     deinit {

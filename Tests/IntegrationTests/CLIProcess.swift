@@ -111,6 +111,11 @@ final class CLIProcess: Sendable {
         input.write(Data((line + "\n").utf8))
     }
 
+    /// Sends `signal` (SIGINT, SIGTERM) as a terminal or a service manager would.
+    func signal(_ number: Int32) {
+        if process.isRunning { Foundation.kill(process.processIdentifier, number) }
+    }
+
     /// Kills the process if it still runs (a test that failed halfway must not leave it behind).
     func stop() {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }

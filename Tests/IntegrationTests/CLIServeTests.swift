@@ -1,4 +1,5 @@
 import Foundation
+@_spi(DialectAuthoring) import RealtimeCore
 import Testing
 
 /// `realtime serve socketio` and `serve actioncable` with `listen` and `send` against them, plus usage errors
@@ -64,6 +65,28 @@ struct CLIServeTests {
             CLILine.event(channel, "message", #"{"text":"as message"}"#),
             CLILine.event(channel, "message", #"{"text":"from stdin"}"#),
         ], "\(listener.transcript)")
+    }
+
+    @Test("quit, Ctrl-C and SIGTERM close clients cleanly, with the dialect's restart signal; serve exits 0",
+          arguments: [("socketio", "quit", "closed by the server with code 1001 (server shutting down)"),
+                      ("pusher", "SIGINT", "closed by the server with code 4200 (server shutting down)"),
+                      ("actioncable", "SIGTERM", "the server is restarting")])
+    func stopsCleanly(dialect: String, how: String, reason: String) async throws {
+        let server = try await ServedCLI(dialect)
+        defer { server.process.stop() }
+        let channel = ["socketio": "/chat", "pusher": "news", "actioncable": "ChatChannel"][dialect] ?? ""
+        let listener = try CLIProcess(["listen", dialect, server.url, "--channel", channel, "--json"]
+                                      + (dialect == "pusher" ? server.credentials : []))
+        defer { listener.stop() }
+        #expect(await listener.subscribed(channel), "\(listener.transcript)")
+        switch how {
+        case "quit": server.process.send("quit")
+        case "SIGINT": server.process.signal(SIGINT)
+        default: server.process.signal(SIGTERM)
+        }
+        #expect(await server.process.exitStatus() == 0, "\(server.process.transcript)")
+        let dropped = #"{"type":"state","from":"connected","to":"reconnecting","reason":"# + JSONValue.string(reason).serialized() + "}"
+        #expect(await listener.line { $0 == dropped } != nil, "\(listener.transcript)")
     }
 
     @Test("nothing listening: the session keeps retrying and --timeout exits 4, naming the unconfirmed channel")

@@ -120,6 +120,23 @@ struct PusherEmbeddedServerTests {
         #expect(room.state == .subscribed(recovered: nil))
     }
 
+    @Test("shutdown() closes with 4200: the session reconnects at once for closedByServer(4200), reports no error")
+    func shutdownClosesCleanly() async throws {
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        defer { server.stop() }
+        let session = PusherLive.session(server)
+        defer { session.disconnect() }
+        let recorder = FirstDropRecorder(session)
+        try await session.connect()
+        _ = try await session.channel("private-room").subscribed()
+        await server.shutdown()
+        #expect(server.clients.isEmpty)
+        await pusherWait("reconnecting") { recorder.drop != nil }
+        #expect(recorder.drop?.reason == .closedByServer(code: 4200, reason: "server shutting down"))
+        #expect(recorder.drop?.delay == .zero)   // 4200–4299: reconnect at once
+        #expect(recorder.errorsBeforeDrop.isEmpty, "\(recorder.errorsBeforeDrop)")
+    }
+
     @Test("encrypted channel: the server seals with the derived key, our client opens it; client events refused")
     func encrypted() async throws {
         let masterKey = Array("0123456789abcdef0123456789abcdef".utf8)

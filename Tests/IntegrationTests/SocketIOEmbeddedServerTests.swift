@@ -164,6 +164,21 @@ struct SocketIOEmbeddedServerTests {
         }
     }
 
+    @Test("shutdown() closes with 1001: the session reconnects for closedByServer(1001), reports no error")
+    func shutdownClosesCleanly() async throws {
+        let server = try makeFixtureLikeServer()
+        defer { server.stop() }
+        let session = RealtimeSession(dialect: .socketIO(url: server.url), transport: WebSocketTransport())
+        defer { session.disconnect() }
+        let recorder = FirstDropRecorder(session)
+        try await session.connect()
+        await server.shutdown()
+        #expect(server.connectionCount == 0)
+        #expect(await eventually { recorder.drop != nil })
+        #expect(recorder.drop?.reason == .closedByServer(code: 1001, reason: "server shutting down"))
+        #expect(recorder.errorsBeforeDrop.isEmpty, "\(recorder.errorsBeforeDrop)")
+    }
+
     @Test func heartbeatAndSilenceOnTheEmbeddedServer() async throws {
         // pingTimeout above pingInterval, as in the python fixture's 1 s / 2 s: a late deadline of an old
         // ping must not drop a client that answered the newer one.

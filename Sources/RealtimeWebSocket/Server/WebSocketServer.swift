@@ -96,7 +96,7 @@ public final class WebSocketServer: Sendable {
     private let ownsGroup: Bool
     private let listenerLoop: EventLoop
     private let listenerToken: UInt64
-    private let connections = Locked<[UInt64: WebSocketServerConnection]>([:])
+    private let connections = Locked<ConnectionRegistry>(ConnectionRegistry())
 
     /// Starts listening at once.
     /// - Parameters:
@@ -158,17 +158,58 @@ public final class WebSocketServer: Sendable {
     }
 
     /// Open connections right now.
-    public var connectionCount: Int { connections.withLock { $0.count } }
+    public var connectionCount: Int { connections.withLock { $0.open.count } }
 
-    /// Stops listening and aborts every connection (each reports `.closed`). Also done when the server
-    /// is released.
+    /// Stops listening and aborts every connection (each reports `.closed`): clients see the socket
+    /// drop (1006), as when a server crashes. Also done when the server is released.
+    /// ``shutdown(code:reason:)`` closes them cleanly instead.
     public func stop() {
         listenerLoop.execute { [listenerToken] context in
             (context.handler(listenerToken) as? Listener)?.close(in: context)
         }
-        let open = connections.withLock { Array($0.values) }
+        let open = connections.withLock { Array($0.open.values) }
         for connection in open { connection.abort() }
         if ownsGroup { group.shutdown() }
+    }
+
+    /// Stops listening, starts the close handshake with every client (1001 "going away" by default), and
+    /// returns once every connection has ended: clients see a clean close instead of a dropped socket.
+    /// A client that does not answer the close frame is dropped after ``Configuration/closeTimeout``;
+    /// one still in its upgrade is dropped at once.
+    public func shutdown(code: Int = 1001, reason: String = "server shutting down") async {
+        // The listener closes first, so that no connection is accepted after the list below is taken.
+        await withCheckedContinuation { (closed: CheckedContinuation<Void, Never>) in
+            let queued = listenerLoop.execute { [listenerToken] context in
+                (context.handler(listenerToken) as? Listener)?.close(in: context)
+                closed.resume()
+            }
+            if !queued { closed.resume() }
+        }
+        let open = connections.withLock { Array($0.open.values) }
+        for connection in open { connection.close(code: code, reason: reason) }
+        await withCheckedContinuation { (drained: CheckedContinuation<Void, Never>) in
+            let isEmpty = connections.withLock { registry in
+                if registry.open.isEmpty { return true }
+                registry.drainWaiters.append(drained)
+                return false
+            }
+            if isEmpty { drained.resume() }
+        }
+        if ownsGroup { group.shutdown() }
+    }
+}
+
+/// The server's open connections, and the shutdowns waiting for there to be none.
+private struct ConnectionRegistry {
+    var open: [UInt64: WebSocketServerConnection] = [:]
+    var drainWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Forgets a connection; returns the waiters to resume (outside the lock) when it was the last.
+    mutating func remove(_ key: UInt64) -> [CheckedContinuation<Void, Never>] {
+        open[key] = nil
+        guard open.isEmpty else { return [] }
+        defer { drainWaiters = [] }
+        return drainWaiters
     }
 }
 
@@ -179,7 +220,7 @@ private struct Acceptor: Sendable {
     let tlsContext: TLSContext?
     let shouldUpgrade: WebSocketServer.UpgradeDecider
     let handler: WebSocketServer.Handler
-    let registry: Locked<[UInt64: WebSocketServerConnection]>
+    let registry: Locked<ConnectionRegistry>
 
     func adopt(_ fd: Int32) {
         let loop = group.next()
@@ -187,7 +228,7 @@ private struct Acceptor: Sendable {
         let outbox = ConnectionOutbox(maximumBufferedBytes: configuration.maximumBufferedBytes)
         let connection = WebSocketServerConnection(loop: loop, token: token, outbox: outbox)
         let key = UInt64(loop.index) << 56 | token
-        registry.withLock { $0[key] = connection }
+        registry.withLock { $0.open[key] = connection }
         let options = ChannelOptions(limits: configuration.limits, closeTimeout: configuration.closeTimeout,
                                      pingTimeout: .seconds(10))
         let started = loop.execute { [self] context in
@@ -227,8 +268,9 @@ private struct Acceptor: Sendable {
                     case .received(let frames):
                         handler(connection, .received(frames))
                     case .closed(let closure):
-                        registry.withLock { $0[key] = nil }
+                        let drainWaiters = registry.withLock { $0.remove(key) }
                         if didOpen { handler(connection, .closed(closure)) }
+                        for waiter in drainWaiters { waiter.resume() }
                     }
                 })
             context.attach(channel, token: token)
@@ -236,7 +278,7 @@ private struct Acceptor: Sendable {
         }
         if !started {
             SocketIO.closeFD(fd)
-            registry.withLock { $0[key] = nil }
+            for waiter in registry.withLock({ $0.remove(key) }) { waiter.resume() }
         }
     }
 }

@@ -15,7 +15,13 @@ final class Output: Sendable {
 
     func state(from old: ConnectionState, to new: ConnectionState) {
         if json {
-            emit(["type": "state", "from": .string(Self.name(old)), "to": .string(Self.name(new))])
+            let from = JSONValue.string(Self.name(old)), to = JSONValue.string(Self.name(new))
+            // Why it dropped; a failure is followed by its own error line instead.
+            if case .reconnecting(_, _, let reason) = new {
+                emit(["type": "state", "from": from, "to": to, "reason": .string(reason.description)])
+            } else {
+                emit(["type": "state", "from": from, "to": to])
+            }
         } else {
             note("state: \(Self.name(old)) → \(new)")
         }

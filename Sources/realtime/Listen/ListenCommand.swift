@@ -15,7 +15,7 @@ enum ListenCommand {
     \(ConnectionOptions.help)
 
     With --json each line is one object:
-      {"type":"state","from":"connecting","to":"connected"}
+      {"type":"state","from":"connecting","to":"connected"}       (to reconnecting: "reason":"…")
       {"type":"subscribed","channel":"…"}
       {"type":"event","channel":"…","event":"…","data":…}     (Socket.IO with several arguments: "args":[…])
       {"type":"error","code":"…","message":"…"}

@@ -39,9 +39,10 @@ enum ServeCommand {
       trigger <channel> <event> <json>   pusher/bird: an event to every subscriber of the channel;
                                          socketio: an emit to every socket of the namespace (<channel>)
       broadcast <stream> <json>          actioncable: a message to every subscription of the stream
-      quit                               stop the server
+      quit                               stop the server (as Ctrl-C and SIGTERM do): clients get a close
+                                         frame, with the dialect's restart signal where it has one
 
-    exit: 0 after quit, 2 usage, 3 the port cannot be listened on
+    exit: 0 after quit or a signal, 2 usage, 3 the port cannot be listened on
     """
 
     static func run(_ words: [String]) async throws -> ExitCode {
@@ -74,8 +75,11 @@ enum ServeCommand {
             server = try ActionCableServe(port: port, classes: arguments.all("channel-class"))
         }
         server.printReady(output)
-        await readCommands(server, output: output)
-        server.stop()
+        let quit = Finisher(output: Output(json: false))
+        let signals = stopOnSignals(quit)
+        await readCommands(server, output: output, quit: quit)
+        await server.stop()
+        withExtendedLifetime(signals) {}
         return .done
     }
 
@@ -88,9 +92,23 @@ enum ServeCommand {
         }
     }
 
-    /// Runs stdin's commands until `quit`; at the end of stdin it serves on until the process is stopped.
-    private static func readCommands(_ server: any EmbeddedServer, output: Output) async {
-        let quit = Finisher(output: Output(json: false))
+    /// Ctrl-C and SIGTERM end the server as `quit` does, so clients get a close frame rather than a
+    /// dropped socket; a second signal while it closes exits at once.
+    private static func stopOnSignals(_ quit: Finisher) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if quit.isFinished { exit(128 + number) }
+                quit.finish(.done)
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Runs stdin's commands until `quit` (or a signal finishes `quit`); at the end of stdin it serves on.
+    private static func readCommands(_ server: any EmbeddedServer, output: Output, quit: Finisher) async {
         Thread.detachNewThread {
             while let line = readLine() {
                 let (verb, rest) = nextWord(Substring(line))
@@ -123,7 +141,8 @@ protocol EmbeddedServer: Sendable {
     func printReady(_ output: Output)
     /// Runs a stdin command (`trigger`, `broadcast`) with the rest of its line.
     func perform(_ verb: String, _ rest: Substring, output: Output) throws
-    func stop()
+    /// Closes every client cleanly (the dialect's restart signal, then a close frame) and stops listening.
+    func stop() async
 }
 
 extension EmbeddedServer {
@@ -226,7 +245,7 @@ struct PusherServe: EmbeddedServer {
         triggered(output, channel: names[0], event: names[1], receivers: receivers)
     }
 
-    func stop() { server.stop() }
+    func stop() async { await server.shutdown() }
 }
 
 /// Socket.IO: ``SocketIOServer`` (WebSocket only; it refuses long-polling).
@@ -264,7 +283,7 @@ struct SocketIOServe: EmbeddedServer {
         triggered(output, channel: namespace, event: names[1], receivers: sockets.count)
     }
 
-    func stop() { server.stop() }
+    func stop() async { await server.shutdown() }
 }
 
 /// Action Cable: ``ActionCableTestServer`` over real WebSocket connections, with Rails' heartbeat.
@@ -313,8 +332,9 @@ final class ActionCableServe: EmbeddedServer {
         triggered(output, channel: names[0], event: nil, receivers: nil)
     }
 
-    func stop() {
+    func stop() async {
         heartbeat.cancel()
-        listener.stop()
+        server.restart()   // Rails' `server_restart` disconnect, which clients answer by reconnecting
+        await listener.shutdown()
     }
 }
