@@ -139,7 +139,8 @@ public struct ActionCableDialect: RealtimeDialect {
         ActionCableMachine(guarantor: guarantor,
                            liveness: liveness.serverPings(defaultInterval: Self.defaultPingInterval,
                                                           defaultTimeout: Self.defaultPingTimeout),
-                           restartDelay: restartDelay, eventNameKeys: eventNameKeys)
+                           restartDelay: restartDelay, eventNameKeys: eventNameKeys,
+                           mountPath: url.path.isEmpty ? "/" : url.path, origin: origin)
     }
 
     @_spi(DialectAuthoring) public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {

@@ -52,8 +52,14 @@
     /// How the connection must end, decided by a frame (`disconnect`) or the handshake (subprotocol).
     private var decidedEnd: ConnectionEnd?
 
+    /// The mount path and `Origin` of the upgrade, which a 404 refusal is about.
+    private let mountPath: String
+    private let origin: String?
+
     init(guarantor: ActionCableDialect.SubscriptionGuarantor, liveness: LivenessRule, restartDelay: Duration,
-         eventNameKeys: [String]) {
+         eventNameKeys: [String], mountPath: String, origin: String?) {
+        self.mountPath = mountPath
+        self.origin = origin
         self.guarantor = guarantor
         self.liveness = liveness
         self.restartDelay = restartDelay
@@ -76,7 +82,7 @@
     }
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
-        let end = decidedEnd ?? Self.classify(closure)
+        let end = decidedEnd ?? classify(closure)
         subscriptions = [:]
         decodedIdentifiers = [:]
         settling = []
@@ -86,7 +92,7 @@
     }
 
     /// How a connection that ended without a `disconnect` frame goes on.
-    static func classify(_ closure: TransportClosure) -> ConnectionEnd {
+    func classify(_ closure: TransportClosure) -> ConnectionEnd {
         guard case .failed(let error) = closure.kind else {
             // A bare close (Rails 6.1/7.0 remote disconnect), a drop or a silent link: back off.
             return .backoff(minimum: .zero)
@@ -98,8 +104,10 @@
             guard error.isLastingHTTPRefusal else { return .backoff(minimum: .zero) }
             guard error.context.httpStatus == 404 else { return .terminal(error) }
             var explained = error
-            explained.message = "Action Cable refused the upgrade with HTTP 404: the Origin "
-                + "is not in allowed_request_origins, or the path is not the cable mount"
+            let sent = origin.map { "the Origin \($0) is not in the server's allowed_request_origins" }
+                ?? "the request carried no Origin"
+            explained.message = "Action Cable refused the upgrade of \(mountPath) with HTTP 404: either \(sent), "
+                + "or \(mountPath) is not where Action Cable is mounted"
             return .terminal(explained)
         default:
             return .backoff(minimum: .zero)

@@ -77,6 +77,7 @@ struct ActionCableEmbeddedServerTests {
         } catch let error as RealtimeError {
             #expect(error.code == .handshakeRejected)
             #expect(error.context.httpStatus == 404)
+            #expect(error.message.hasPrefix("Action Cable refused the upgrade of /elsewhere with HTTP 404"), "\(error.message)")
         }
     }
 

@@ -299,7 +299,8 @@ struct ActionCableIntegrationTests {
         } catch let error as RealtimeError {
             #expect(error.code == .handshakeRejected)
             #expect(error.context.httpStatus == 404)
-            #expect(error.message.contains("Origin"))
+            #expect(error.message.contains("the Origin http://evil.example is not in the server's allowed_request_origins"),
+                    "\(error.message)")
         }
         guard case .failed = stranger.session.state else {
             Issue.record("expected failed, got \(stranger.session.state)")

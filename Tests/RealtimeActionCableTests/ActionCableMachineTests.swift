@@ -537,7 +537,9 @@ struct ActionCableMachineTests {
         }
         #expect(explained.code == .handshakeRejected)
         #expect(explained.context.httpStatus == 404)
-        #expect(explained.message.contains("allowed_request_origins"))
+        #expect(explained.message == "Action Cable refused the upgrade of /cable with HTTP 404: either the Origin "
+                + "http://127.0.0.1:3000 is not in the server's allowed_request_origins, or /cable is not where Action "
+                + "Cable is mounted")
     }
 
     @Test("a server that does not select actioncable-v1-json is closed and fails the session",
