@@ -164,9 +164,7 @@ public final class WebSocketServer: Sendable {
     /// drop (1006), as when a server crashes. Also done when the server is released.
     /// ``shutdown(code:reason:)`` closes them cleanly instead.
     public func stop() {
-        listenerLoop.execute { [listenerToken] context in
-            (context.handler(listenerToken) as? Listener)?.close(in: context)
-        }
+        closeListener()
         let open = connections.withLock { Array($0.open.values) }
         for connection in open { connection.abort() }
         if ownsGroup { group.shutdown() }
@@ -179,11 +177,7 @@ public final class WebSocketServer: Sendable {
     public func shutdown(code: Int = 1001, reason: String = "server shutting down") async {
         // The listener closes first, so that no connection is accepted after the list below is taken.
         await withCheckedContinuation { (closed: CheckedContinuation<Void, Never>) in
-            let queued = listenerLoop.execute { [listenerToken] context in
-                (context.handler(listenerToken) as? Listener)?.close(in: context)
-                closed.resume()
-            }
-            if !queued { closed.resume() }
+            closeListener { closed.resume() }
         }
         let open = connections.withLock { Array($0.open.values) }
         for connection in open { connection.close(code: code, reason: reason) }
@@ -196,6 +190,15 @@ public final class WebSocketServer: Sendable {
             if isEmpty { drained.resume() }
         }
         if ownsGroup { group.shutdown() }
+    }
+
+    /// Closes the listening socket on its loop, then runs `done` (at once when the loops are shut down).
+    private func closeListener(then done: @escaping @Sendable () -> Void = {}) {
+        let queued = listenerLoop.execute { [listenerToken] context in
+            (context.handler(listenerToken) as? Listener)?.close(in: context)
+            done()
+        }
+        if !queued { done() }
     }
 }
 

@@ -78,7 +78,7 @@ enum ServeCommand {
         let quit = Finisher(output: Output(json: false))
         let signals = stopOnSignals(quit)
         await readCommands(server, output: output, quit: quit)
-        await server.stop()
+        await server.shutdown()
         withExtendedLifetime(signals) {}
         return .done
     }
@@ -142,7 +142,7 @@ protocol EmbeddedServer: Sendable {
     /// Runs a stdin command (`trigger`, `broadcast`) with the rest of its line.
     func perform(_ verb: String, _ rest: Substring, output: Output) throws
     /// Closes every client cleanly (the dialect's restart signal, then a close frame) and stops listening.
-    func stop() async
+    func shutdown() async
 }
 
 extension EmbeddedServer {
@@ -245,7 +245,7 @@ struct PusherServe: EmbeddedServer {
         triggered(output, channel: names[0], event: names[1], receivers: receivers)
     }
 
-    func stop() async { await server.shutdown() }
+    func shutdown() async { await server.shutdown() }
 }
 
 /// Socket.IO: ``SocketIOServer`` (WebSocket only; it refuses long-polling).
@@ -283,7 +283,7 @@ struct SocketIOServe: EmbeddedServer {
         triggered(output, channel: namespace, event: names[1], receivers: sockets.count)
     }
 
-    func stop() async { await server.shutdown() }
+    func shutdown() async { await server.shutdown() }
 }
 
 /// Action Cable: ``ActionCableTestServer`` over real WebSocket connections, with Rails' heartbeat.
@@ -332,7 +332,7 @@ final class ActionCableServe: EmbeddedServer {
         triggered(output, channel: names[0], event: nil, receivers: nil)
     }
 
-    func stop() async {
+    func shutdown() async {
         heartbeat.cancel()
         server.restart()   // Rails' `server_restart` disconnect, which clients answer by reconnecting
         await listener.shutdown()
