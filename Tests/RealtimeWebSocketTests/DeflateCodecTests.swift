@@ -119,6 +119,30 @@ struct DeflateReceiveTests {
         #expect(feed(&fresh, RFC7692Examples.hello + RFC7692Examples.hello).events == [text("Hello"), text("Hello")])
     }
 
+    @Test("a server that promised a 512-byte window but refers 1,000 bytes back reads the same whole and byte by byte")
+    func distanceBeyondPromisedWindow() {
+        // 1,000 bytes no shorter match can shorten, twice: the second copy is one back-reference 1,000 bytes
+        // back. zlib accepts such a distance in a 9-bit window only while the bytes are still in the
+        // output of the current call, so before the fix this message decoded whole and failed byte by byte.
+        var state: UInt64 = 7
+        let block = (0..<1_000).map { _ -> UInt8 in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        let payload = block + block
+        let stream = ZlibStream(.deflate, windowBits: 15)!
+        var compressed: [UInt8] = []
+        #expect(payload.withUnsafeBytes { stream.deflateMessage($0, into: &compressed) })
+        #expect(compressed.count < 1_100, "the second copy must be one back-reference")
+        let frame = frameHead(0xC2, length: compressed.count) + compressed
+        let promised = PerMessageDeflateParameters(serverMaxWindowBits: 9)
+        for chunks in [[frame.count], Array(repeating: 1, count: frame.count), [600, frame.count - 600]] {
+            var codec = deflateCodec(.client, promised)
+            #expect(feed(&codec, frame, chunks: chunks).events == [.message(.binary(Data(payload)))],
+                    "read in pieces of \(chunks.prefix(2))…")
+        }
+    }
+
     @Test("RFC 7692 §7.2.3.3-5: a stored block, a BFINAL block, two blocks in one message")
     func otherBlocks() {
         var stored = deflateCodec()

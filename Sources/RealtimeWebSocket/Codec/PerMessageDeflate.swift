@@ -2,16 +2,19 @@
 /// sends and inflates the ones it receives, with the window and context rules the handshake settled.
 ///
 /// The zlib streams are made on first use, so a connection that never compresses pays nothing for them
-/// (with our 16 KiB output chunk, a deflater at 15 window bits takes about 280 KiB, an inflater about
+/// (with our 16 KiB output chunk, a deflater at 15 window bits takes about 280 KiB, the inflater about
 /// 55 KiB). The codec owns the value and calls it per message; framing (RSV1, fragments, masks) stays in
 /// the codec.
 struct PerMessageDeflate: Sendable {
     /// Window (9…15) this side compresses with; nil when it cannot compress (8 was negotiated).
     let sendWindowBits: Int?
     let sendNoContextTakeover: Bool
-    /// Window the peer compresses with: this side inflates with it (at least 9, in case a peer promising
-    /// 8 compresses with zlib, which turns 8 into 9).
-    let receiveWindowBits: Int
+    /// Window this side inflates with: always 15, whatever the peer promised. zlib checks a distance
+    /// against its window plus what the current call has already written, so with a smaller window a
+    /// peer that refers further back than it promised would be read or refused depending on where the
+    /// network cut its frames. With the full window every valid DEFLATE distance is read, however the
+    /// bytes arrive (and a peer promising 8 that compresses with zlib, which uses 9, is read too).
+    static let receiveWindowBits = 15
     let receiveNoContextTakeover: Bool
     /// Messages shorter than this are sent uncompressed.
     let minimumMessageSize: Int
@@ -28,9 +31,7 @@ struct PerMessageDeflate: Sendable {
     init(_ parameters: PerMessageDeflateParameters, role: WebSocketRole, minimumMessageSize: Int,
          compressionLevel: Int) {
         let sendBits = role == .client ? parameters.clientMaxWindowBits : parameters.serverMaxWindowBits
-        let receiveBits = role == .client ? parameters.serverMaxWindowBits : parameters.clientMaxWindowBits
         sendWindowBits = sendBits >= 9 ? sendBits : nil
-        receiveWindowBits = max(receiveBits, 9)
         sendNoContextTakeover = role == .client ? parameters.clientNoContextTakeover : parameters.serverNoContextTakeover
         receiveNoContextTakeover = role == .client ? parameters.serverNoContextTakeover : parameters.clientNoContextTakeover
         self.minimumMessageSize = minimumMessageSize
@@ -104,7 +105,7 @@ struct PerMessageDeflate: Sendable {
 
     private mutating func uniqueInflater() -> ZlibStream? {
         if inflater == nil {
-            inflater = ZlibStream(.inflate, windowBits: receiveWindowBits)
+            inflater = ZlibStream(.inflate, windowBits: Self.receiveWindowBits)
         } else if !isKnownUniquelyReferenced(&inflater) {
             inflater = inflater?.copy()
         }

@@ -19,8 +19,10 @@ public struct PerMessageDeflateOptions: Sendable, Hashable {
     /// `client_max_window_bits`, so the server may ask for less. A server answering 8 (which zlib cannot
     /// compress with) gets every message uncompressed, which RFC 7692 allows.
     public var clientMaxWindowBits: Int
-    /// Asks the server to compress with a window of at most 2^n bytes (8…15), which bounds the memory
-    /// inflating takes on this side (`server_max_window_bits`); nil leaves the server its 32 KiB.
+    /// Asks the server to compress with a window of at most 2^n bytes (8…15, `server_max_window_bits`),
+    /// which saves the server memory; nil leaves the server its 32 KiB. This side inflates with a 32 KiB
+    /// window whatever the answer, so a message reads the same however the network cuts it, even from a
+    /// server that refers further back than it promised.
     public var serverMaxWindowBits: Int?
     /// Compress each message on its own (`client_no_context_takeover`): no memory of earlier messages,
     /// so worse ratios on small, similar messages.
