@@ -140,17 +140,67 @@ struct PollingTests {
         #expect(harness.polling.handle(.send([.text("3")])).isEmpty)
     }
 
-    @Test func localCloseSendsTheClosePacket() {
+    @Test("a local close posts the close packet; closed follows the server's answer")
+    func localCloseSendsTheClosePacket() {
         var harness = PollingHarness()
         _ = harness.started()
         let actions = harness.polling.handle(.close(code: 1000, reason: "bye"))
         #expect(actions.posts.map(\.1) == [Data("1".utf8)])
-        #expect(actions.closures.first?.kind == .closedLocally(code: 1000, reason: "bye"))
-        // The close POST comes after the in-flight requests are abandoned.
-        let cancelIndex = actions.firstIndex { if case .abandonRequests = $0 { true } else { false } }
-        let postIndex = actions.firstIndex { if case .post = $0 { true } else { false } }
-        #expect(cancelIndex! < postIndex!)
+        #expect(actions.closures.isEmpty)
         #expect(harness.polling.handle(.close(code: 1000, reason: "again")).isEmpty)
+        #expect(harness.polling.handle(.send([.text("4late")])).isEmpty, "a send after the close went out")
+        // The long-poll's answer no longer matters.
+        #expect(harness.get([.text("4news")]).isEmpty)
+        let answered = harness.postOK()
+        #expect(answered.closures.map(\.kind) == [.closedLocally(code: 1000, reason: "bye")])
+        #expect(answered.contains { if case .abandonRequests = $0 { true } else { false } })
+        #expect(harness.postOK().isEmpty)
+    }
+
+    @Test("what was sent before a close goes out before the close packet, after the POST in flight")
+    func localCloseSendsWhatWaitedFirst() {
+        var harness = PollingHarness()
+        _ = harness.started()
+        #expect(harness.polling.handle(.send([.text("4first")])).posts.map(\.1) == [Data("4first".utf8)])
+        #expect(harness.polling.handle(.send([.text("4second")])).posts.isEmpty)   // waits for the POST in flight
+        #expect(harness.polling.handle(.close(code: 1000, reason: "bye")).posts.isEmpty)
+        let next = harness.postOK()
+        #expect(next.posts.map(\.1) == [PollingHarness.body([.text("4second"), .text("1")])])
+        #expect(next.closures.isEmpty)
+        #expect(harness.postOK().closures.map(\.kind) == [.closedLocally(code: 1000, reason: "bye")])
+    }
+
+    @Test("while closing, a failed POST or an abort ends the connection at once, as the app's close")
+    func closingEndsOnFailureOrAbort() {
+        var failing = PollingHarness()
+        _ = failing.started()
+        _ = failing.polling.handle(.close(code: 1000, reason: "bye"))
+        let failed = failing.polling.handle(.postFinished(.failure(RealtimeError(.timedOut, "no answer"))))
+        #expect(failed.closures.map(\.kind) == [.closedLocally(code: 1000, reason: "bye")])
+
+        var refused = PollingHarness()
+        _ = refused.started()
+        _ = refused.polling.handle(.close(code: 1000, reason: "bye"))
+        let answer = refused.polling.handle(.postFinished(.success(.init(status: 400, body: Data()))))
+        #expect(answer.closures.map(\.kind) == [.closedLocally(code: 1000, reason: "bye")])
+
+        var aborted = PollingHarness()
+        _ = aborted.started()
+        _ = aborted.polling.handle(.close(code: 1000, reason: "bye"))
+        #expect(aborted.polling.handle(.abort).closures.map(\.kind) == [.closedLocally(code: 1006, reason: "aborted")])
+        #expect(aborted.postOK().isEmpty)
+    }
+
+    @Test("a close during the upgrade probe drops the probe and closes over polling")
+    func closeDuringProbe() {
+        var harness = PollingHarness(upgrade: true)
+        let opened = harness.started()
+        #expect(opened.probeOpens.count == 1)
+        let actions = harness.polling.handle(.close(code: 1000, reason: "bye"))
+        #expect(actions.contains { if case .probeAbort = $0 { true } else { false } })
+        #expect(actions.posts.map(\.1) == [Data("1".utf8)])
+        #expect(harness.polling.handle(.probe(.opened(TransportOpenInfo()))).isEmpty)
+        #expect(harness.postOK().closures.map(\.kind) == [.closedLocally(code: 1000, reason: "bye")])
     }
 
     @Test func httpFailuresAreTransportFailures() {

@@ -76,6 +76,9 @@ struct PollingTransportTests {
         #expect(!harness.client.isFinished)
         harness.connection.close(code: 1000, reason: "bye")
         #expect(harness.client.requests.last?.body == PollingPayload.encode([.text("1")]).body)
+        #expect(!harness.client.isFinished, "the client was torn down before the close POST was answered")
+        harness.client.answer(harness.client.requests.count - 1,
+                              with: .success(HTTPResponse(status: 200, body: Data("ok".utf8))))
         #expect(harness.client.isFinished)
         guard case .closed(let closure)? = harness.events.withLock({ $0.last }),
               case .closedLocally(1000, "bye") = closure.kind else {

@@ -38,8 +38,12 @@ package struct EngineIOPolling: Sendable {
         case probeReadingPaused(Bool)
     }
 
-    private enum Phase: Sendable {
-        case idle, handshaking, open, closed
+    private enum Phase: Sendable, Equatable {
+        case idle, handshaking, open
+        /// The app closed: what waits to be posted goes out, then the close packet; `closed` follows the
+        /// last POST's answer.
+        case closing(TransportClosure)
+        case closed
     }
 
     private enum Upgrade: Sendable {
@@ -93,7 +97,7 @@ package struct EngineIOPolling: Sendable {
         case .postFinished(let result):
             postFinished(result, actions: &actions)
         case .send(let frames, let compress):
-            guard phase != .closed else { break }
+            guard isOpenOrOpening else { break }
             if upgrade == .upgraded {
                 actions.append(.probeSend(frames, compress: compress))
             } else {
@@ -103,7 +107,7 @@ package struct EngineIOPolling: Sendable {
         case .close(let code, let reason):
             close(code: code, reason: reason, actions: &actions)
         case .abort:
-            guard phase != .closed else { break }
+            guard !isClosed else { break }
             finish(TransportClosure(.closedLocally(code: 1006, reason: "aborted"), duringOpen: phase == .handshaking),
                    actions: &actions)
         case .setReadingPaused(let paused):
@@ -163,7 +167,11 @@ package struct EngineIOPolling: Sendable {
     }
 
     private mutating func flush(actions: inout [Action]) {
-        guard phase == .open, !postInFlight, !outbox.isEmpty, upgrade != .pausing, upgrade != .upgraded else { return }
+        switch phase {
+        case .open, .closing: break
+        case .idle, .handshaking, .closed: return
+        }
+        guard !postInFlight, !outbox.isEmpty, upgrade != .pausing, upgrade != .upgraded else { return }
         let limit = handshake?.maxPayload ?? 1_000_000
         var batch: [TransportFrame] = []
         var size = 0
@@ -222,6 +230,16 @@ package struct EngineIOPolling: Sendable {
     }
 
     private mutating func postFinished(_ result: Result<HTTPResponse, RealtimeError>, actions: inout [Action]) {
+        if case .closing(let closure) = phase {
+            // The app's close stands whatever the answer: the rest goes out, or the connection ends now.
+            postInFlight = false
+            if case .success(let response) = result, response.status == 200, !outbox.isEmpty {
+                flush(actions: &actions)
+            } else {
+                finish(closure, actions: &actions)
+            }
+            return
+        }
         guard phase == .open else { return }
         postInFlight = false
         switch result {
@@ -237,9 +255,20 @@ package struct EngineIOPolling: Sendable {
         }
     }
 
+    private var isClosed: Bool {
+        if case .closed = phase { true } else { false }
+    }
+
+    private var isOpenOrOpening: Bool {
+        switch phase {
+        case .idle, .handshaking, .open: true
+        case .closing, .closed: false
+        }
+    }
+
     private mutating func close(code: Int, reason: String, actions: inout [Action]) {
         switch phase {
-        case .idle, .closed:
+        case .idle, .closing, .closed:
             return
         case .handshaking:
             finish(TransportClosure(.closedLocally(code: code, reason: reason), duringOpen: true), actions: &actions)
@@ -249,20 +278,23 @@ package struct EngineIOPolling: Sendable {
                 actions.append(.probeClose(code: code, reason: reason))
                 return
             }
-            // Tell the server at once; the in-flight requests are abandoned.
-            let (body, _) = PollingPayload.encode([.text("1")])
-            let closeURL = url()
-            finish(TransportClosure(.closedLocally(code: code, reason: reason)),
-                   finalPost: (closeURL, body), actions: &actions)
+            // What the app sent before it goes out first (it was handed over as sent), then the close packet;
+            // `closed` waits for the server's answer, as a WebSocket's waits for the close frame's.
+            switch upgrade {
+            case .opening, .probing, .pausing: actions.append(.probeAbort)
+            case .unavailable, .upgraded, .failed: break
+            }
+            upgrade = .failed
+            outbox.append(QueuedFrame(frame: .text("1"), compress: true))
+            phase = .closing(TransportClosure(.closedLocally(code: code, reason: reason)))
+            flush(actions: &actions)
         }
     }
 
-    private mutating func finish(_ closure: TransportClosure, finalPost: (URL, Data)? = nil,
-                                 actions: inout [Action]) {
-        guard phase != .closed else { return }
+    private mutating func finish(_ closure: TransportClosure, actions: inout [Action]) {
+        guard !isClosed else { return }
         phase = .closed
         actions.append(.abandonRequests)
-        if let (url, body) = finalPost { actions.append(.post(url, body: body, binary: false)) }
         switch upgrade {
         case .opening, .probing, .pausing, .upgraded: actions.append(.probeAbort)
         case .unavailable, .failed: break

@@ -115,7 +115,7 @@ private final class PollingConnection: TransportConnection {
         case .event(let event):
             if case .closed = event {
                 io.withLock { $0.finished = true }
-                // Let a final close POST go out before the client is torn down.
+                // After the close POST's answer when the app closed: nothing is in flight that matters.
                 client.finish()
             }
             handler(event)
