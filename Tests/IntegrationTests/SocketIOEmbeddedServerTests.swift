@@ -179,6 +179,28 @@ struct SocketIOEmbeddedServerTests {
         #expect(recorder.errorsBeforeDrop.isEmpty, "\(recorder.errorsBeforeDrop)")
     }
 
+    @Test("disconnectAndWait(): everything sent before it, then the close, reach the server before it returns")
+    func disconnectAndWaitDeliversTheLastMessages() async throws {
+        let server = try makeFixtureLikeServer()
+        defer { server.stop() }
+        let notes = Locked<[Int]>([])
+        server.on("note") { _, arguments, _ in
+            notes.withLock { $0.append(arguments.first?.stringValue?.utf8.count ?? -1) }
+        }
+        let session = RealtimeSession(dialect: .socketIO(url: server.url), transport: WebSocketTransport())
+        try await session.connect()
+        // A send returns once the transport has the frame, not once the server has it: large messages are
+        // still on their way when the last send returns.
+        let large = String(repeating: "x", count: 900_000)
+        let root = session.channel("/")
+        for _ in 0..<3 { try await root.send("note", .string(large)) }
+        await session.disconnectAndWait()
+        // The server ran each handler as it read the message, before it answered the close that followed.
+        #expect(notes.withLock { $0 } == [900_000, 900_000, 900_000])
+        #expect(session.state == .disconnected)
+        #expect(await eventually { server.connectionCount == 0 })
+    }
+
     @Test func heartbeatAndSilenceOnTheEmbeddedServer() async throws {
         // pingTimeout above pingInterval, as in the python fixture's 1 s / 2 s: a late deadline of an old
         // ping must not drop a client that answered the newer one.

@@ -124,6 +124,27 @@ struct SocketIOScenarioTests {
         }
     }
 
+    @Test("what a client sends right before disconnectAndWait() reaches the server: a second client hears all of it",
+          arguments: SocketIOCarrier.available)
+    func lastSendsBeforeDisconnectArrive(carrier: SocketIOCarrier) async throws {
+        try await withSocketIOPeer { peer in
+            let listener = SocketIOClient(peer: peer, carrier: .websocket, channels: ["/chat"])
+            try await listener.session.connect()
+            #expect(try await listener.channel("/chat").request("join", "last") == ["joined"])
+            let sender = SocketIOClient(peer: peer, carrier: carrier, channels: ["/chat"])
+            try await sender.session.connect()
+            let chat = sender.channel("/chat")
+            try await chat.subscribed()
+            // Sent without acknowledgements, the last ones while a POST is still in flight over polling.
+            for index in 0..<20 { try await chat.send("broadcast", "last", .string("note \(index)")) }
+            await sender.session.disconnectAndWait()
+            #expect(await listener.events.wait(for: "room_message", count: 20))
+            let heard = listener.events.named("room_message").compactMap { $0.data["message"]?.stringValue }
+            #expect(heard == (0..<20).map { "note \($0)" })
+            await listener.session.disconnectAndWait()
+        }
+    }
+
     @Test(arguments: SocketIOCarrier.available)
     func binaryBothWaysNested(carrier: SocketIOCarrier) async throws {
         try await withSocketIOPeer { peer in

@@ -109,7 +109,7 @@ struct SessionCoreTests {
                                .awaitSubscription(room, operation: OperationID(6)),
                                .request(message("ask"), timeout: .seconds(5), operation: OperationID(7)))
         #expect(waiting.answers.isEmpty)
-        let effects = core.run(.disconnect)
+        let effects = core.run(.disconnect())
         #expect(effects.answers.map(\.operation) == [OperationID(5), OperationID(7), OperationID(6)])
         #expect(effects.failureCodes == [.disconnected, .disconnected, .disconnected])
     }

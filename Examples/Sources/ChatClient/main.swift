@@ -37,7 +37,6 @@ try await session.connect()
 while let line = readLine() {
     try await room.send("message", ["text": .string(line)])
 }
-session.disconnect()
-// Handlers run on the session's queue: wait until it is really disconnected before the process ends.
-for await state in session.states where state == .disconnected { break }
+// Returns once the server has the close (and every message before it) and the handlers have run.
+await session.disconnectAndWait()
 print("bye")

@@ -82,7 +82,7 @@ let deadline = ContinuousClock.now + .seconds(5)
 while (updates.withLock(\.isEmpty) || notes.withLock(\.isEmpty)), ContinuousClock.now < deadline {
     try await Task.sleep(for: .milliseconds(20))
 }
-session.disconnect()
+await session.disconnectAndWait()
 server.stop()
 
 var failures: [String] = []

@@ -56,7 +56,7 @@ for price in Int64(100)..<Int64(105) {
 
 let prices = await ticks.value
 let stateLog = await states.value
-session.disconnect()
+await session.disconnectAndWait()
 errors.cancel()
 listener.stop()
 

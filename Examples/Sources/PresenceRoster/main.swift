@@ -50,8 +50,8 @@ if !everyoneHere { failures.append("alice never saw bob and carol together") }
 if !carolLeft { failures.append("carol's leaving never reached alice (roster: \(roster.members.ids))") }
 if roster.members.myID != "alice" { failures.append("me is \(roster.members.myID ?? "nil")") }
 if roster.members.members["bob"]?["name"] != "Bob" { failures.append("bob's info is missing") }
-alice.disconnect()
-others["bob"]?.disconnect()
+await alice.disconnectAndWait()
+await others["bob"]?.disconnectAndWait()
 server.stop()
 print(failures.isEmpty ? "presence-roster: passed" : "presence-roster: FAILED: \(failures.joined(separator: "; "))")
 exit(failures.isEmpty ? 0 : 1)

@@ -4,7 +4,8 @@ enum EngineInput: Sendable {
     /// `timeout`: how long the caller waits for `.connected` (nil: no bound). `operation` names the caller,
     /// or is `nil` when nobody waits (`start()`).
     case connect(timeout: Duration?, operation: OperationID?)
-    case disconnect
+    /// `closeWaiter`: a `disconnectAndWait()` caller, told once the connections open now have closed.
+    case disconnect(closeWaiter: OperationID? = nil)
     case subscribe(ChannelID)
     case awaitSubscription(ChannelID, operation: OperationID)
     case unsubscribe(ChannelID)
@@ -79,5 +80,7 @@ enum EngineEffect: Sendable {
     case work(connection: UInt64, DialectWork)
     /// Runs the completion the engine holds for the answered operation.
     case answer(OperationAnswer)
+    /// Tells `waiter` once every connection open now has reported `closed` (at once if none is).
+    case notifyWhenClosed(OperationID)
     case log(LogLevel, String)
 }

@@ -72,7 +72,19 @@ public final class RealtimeSession: Sendable {
     /// Closes the connection and stays disconnected: no reconnect fires until ``connect(timeout:)`` is
     /// called again. Buffered sends and pending requests fail with `.disconnected`.
     public func disconnect() {
-        engine.submit(.disconnect)
+        engine.submit(.disconnect())
+    }
+
+    /// Disconnects as ``disconnect()`` does, then returns once the connection has closed and the handlers
+    /// have run for everything that came before (the state change to ``ConnectionState/disconnected``
+    /// included). Closed means the close handshake finished, or the transport stopped waiting for the
+    /// server's answer (the WebSocket transport's `closeTimeout`, 5 s by default), and the socket is shut.
+    ///
+    /// Call it before a process exits, so that what was sent before it, and the close itself, reach the
+    /// server instead of dying with the process. Returns as soon as the handlers have run when no
+    /// connection is open, and early when the calling task is cancelled (the connection still closes).
+    public func disconnectAndWait() async {
+        await engine.disconnectAndWait()
     }
 
     /// Tells the session whether the device has a usable network path (feed it from `NWPathMonitor` or

@@ -96,7 +96,10 @@ struct SessionCore: Sendable {
         if let operation = input.startedOperation, takeEarlyCancellation(operation, effects: &effects) { return }
         switch input {
         case .connect(let timeout, let operation): connect(timeout: timeout, operation: operation, effects: &effects)
-        case .disconnect: disconnect(effects: &effects)
+        case .disconnect(let closeWaiter):
+            disconnect(effects: &effects)
+            // Even when already disconnected: a connection an earlier disconnect closed may still be closing.
+            if let closeWaiter { effects.append(.notifyWhenClosed(closeWaiter)) }
         case .subscribe(let channel): subscribe(channel, effects: &effects)
         case .awaitSubscription(let channel, let operation): awaitSubscription(channel, operation, effects: &effects)
         case .unsubscribe(let channel): unsubscribe(channel, effects: &effects)

@@ -14,6 +14,25 @@ final class SessionEngine: Sendable {
         var current: UInt64?
         var backlog = DeliveryBacklog()
         var readingPaused = false
+        /// `disconnectAndWait()` callers, each with the connections it still waits for (nil until the
+        /// engine has handled its disconnect).
+        var closeWaiters: [OperationID: (pending: Set<UInt64>?, resume: @Sendable () -> Void)] = [:]
+
+        /// Forgets `connection` for the close waiters; returns those it was the last one for.
+        mutating func connectionClosed(_ connection: UInt64) -> [@Sendable () -> Void] {
+            guard !closeWaiters.isEmpty else { return [] }
+            var ready: [@Sendable () -> Void] = []
+            for (operation, waiter) in closeWaiters {
+                guard var pending = waiter.pending, pending.remove(connection) != nil else { continue }
+                if pending.isEmpty {
+                    closeWaiters[operation] = nil
+                    ready.append(waiter.resume)
+                } else {
+                    closeWaiters[operation]?.pending = pending
+                }
+            }
+            return ready
+        }
     }
 
     let registry = HandlerRegistry()
@@ -218,6 +237,17 @@ final class SessionEngine: Sendable {
                 completion?()
             case .log(let level, let message):
                 log(level, message)
+            case .notifyWhenClosed(let operation):
+                let resume = io.withLock { io -> (@Sendable () -> Void)? in
+                    guard io.closeWaiters[operation] != nil else { return nil }  // cancelled meanwhile
+                    let open = Set(io.connections.keys)
+                    guard open.isEmpty else {
+                        io.closeWaiters[operation]?.pending = open
+                        return nil
+                    }
+                    return io.closeWaiters.removeValue(forKey: operation)?.resume
+                }
+                if let resume { delivery.enqueue(resume) }
             }
         }
     }
@@ -233,15 +263,19 @@ final class SessionEngine: Sendable {
             if self.tracesFrames, case .received(let frames) = event {
                 for frame in frames { self.traceFrame("←", frame) }
             }
+            var closeWaitersDone: [@Sendable () -> Void] = []
             if case .closed = event {
-                self.io.withLock { io in
+                closeWaitersDone = self.io.withLock { io in
                     if io.connections.removeValue(forKey: connection) == nil {
                         io.closedBeforeStored.insert(connection)
                     }
                     if io.current == connection { io.current = nil }
+                    return io.connectionClosed(connection)
                 }
             }
             self.submit(.transport(connection: connection, event))
+            // After the handler calls already queued, the state change to `.disconnected` among them.
+            for resume in closeWaitersDone { self.delivery.enqueue(resume) }
         }
         io.withLock { io in
             if io.closedBeforeStored.remove(connection) == nil {
@@ -374,9 +408,25 @@ final class SessionEngine: Sendable {
                              source: dialectName))
     }
 
+    /// Disconnects, then waits until every connection open at that point has reported `closed` and the
+    /// handler calls queued before then have run, or until the calling task is cancelled.
+    func disconnectAndWait() async {
+        let operation = nextOperation()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                io.withLock { $0.closeWaiters[operation] = (nil, { continuation.resume() }) }
+                submit(.disconnect(closeWaiter: operation))
+                // Cancelled before the waiter was in the table: the handler found nothing to resume.
+                if Task.isCancelled { io.withLock { $0.closeWaiters.removeValue(forKey: operation) }?.resume() }
+            }
+        } onCancel: {
+            io.withLock { $0.closeWaiters.removeValue(forKey: operation) }?.resume()
+        }
+    }
+
     /// Closes the connection and stops timers; used when the session is released.
     func shutdown() {
-        submit(.disconnect)
+        submit(.disconnect())
         let timers = io.withLock { io -> [any ScheduledTimer] in
             defer { io.timers = [:] }
             return Array(io.timers.values)

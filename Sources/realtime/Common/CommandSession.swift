@@ -126,10 +126,11 @@ final class CommandSession: Sendable {
         }
     }
 
-    /// Waits for the decision, then disconnects quietly.
+    /// Waits for the decision, then disconnects quietly, waiting for the close handshake so that what was
+    /// sent, and the close, reach the server before the process exits.
     func exitCode() async -> ExitCode {
         let code = await finisher.wait()
-        session.disconnect()
+        await session.disconnectAndWait()
         return code
     }
 
