@@ -87,6 +87,20 @@ struct PollingTransportTests {
         }
     }
 
+    @Test("a connection let go of while its close POST is in flight still finishes its HTTP client")
+    func releasedWhileClosing() {
+        let client = ScriptedHTTPClient()
+        var connection: (any TransportConnection)? = EngineIOPollingTransport(upgradeTransport: nil) { client }
+            .open(ConnectionRequest(url: Self.url)) { _ in }
+        client.answer(0, with: .success(HTTPResponse(status: 200,
+                                                     body: PollingPayload.encode([PollingConnectionHarness.open]).body)))
+        connection?.close(code: 1000, reason: "bye")
+        #expect(client.requests.last?.body == PollingPayload.encode([.text("1")]).body)
+        #expect(!client.isFinished)
+        connection = nil
+        #expect(client.isFinished)
+    }
+
     @Test("a request that gets no answer closes the connection with the request named; a policy refusal stays as it is")
     func failures() {
         let harness = PollingConnectionHarness(ConnectionRequest(url: Self.url))

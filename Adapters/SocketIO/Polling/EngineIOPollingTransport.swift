@@ -60,6 +60,12 @@ private final class PollingConnection: TransportConnection {
         self.client = client
     }
 
+    /// Let go of while its close POST was in flight (the session was released meanwhile): the POST may
+    /// still finish, and then the client's resources go (an unfinished `URLSession` would stay forever).
+    deinit {
+        client.finish()
+    }
+
     func start() {
         if let error = Self.insecureTransportError(request) ?? tlsPolicyError() {
             io.withLock { $0.finished = true }
