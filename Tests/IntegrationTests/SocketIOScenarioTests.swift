@@ -145,6 +145,31 @@ struct SocketIOScenarioTests {
         }
     }
 
+    @Test("a burst of 40 sends over polling arrives whole: python-engineio drops a POST of more than 16 packets")
+    func burstOverPollingArrivesWhole() async throws {
+        try await withSocketIOPeer { peer in
+            let listener = SocketIOClient(peer: peer, carrier: .websocket, channels: ["/chat"])
+            try await listener.session.connect()
+            #expect(try await listener.channel("/chat").request("join", "burst") == ["joined"])
+            let sender = SocketIOClient(peer: peer, carrier: .polling, channels: ["/chat"])
+            try await sender.session.connect()
+            let chat = sender.channel("/chat")
+            try await chat.subscribed()
+            // At once: all but the first wait behind the POST in flight, then go out together.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<40 {
+                    group.addTask { try await chat.send("broadcast", "burst", .string("burst \(index)")) }
+                }
+                try await group.waitForAll()
+            }
+            #expect(await listener.events.wait(for: "room_message", count: 40))
+            let heard = Set(listener.events.named("room_message").compactMap { $0.data["message"]?.stringValue })
+            #expect(heard == Set((0..<40).map { "burst \($0)" }))
+            await sender.session.disconnectAndWait()
+            await listener.session.disconnectAndWait()
+        }
+    }
+
     @Test(arguments: SocketIOCarrier.available)
     func binaryBothWaysNested(carrier: SocketIOCarrier) async throws {
         try await withSocketIOPeer { peer in

@@ -85,6 +85,23 @@ struct PollingTests {
         #expect(harness.postOK().posts.isEmpty)
     }
 
+    @Test("a burst goes out 16 packets per POST at most: python-engineio drops a longer payload whole")
+    func atMostSixteenPacketsPerPost() {
+        var harness = PollingHarness()
+        _ = harness.polling.handle(.start)
+        // A server allowing large payloads, so only the packet count splits the burst.
+        _ = harness.get([.text(#"0{"sid":"S1","upgrades":[],"pingInterval":1000,"pingTimeout":2000,"maxPayload":100000}"#)])
+        _ = harness.polling.handle(.send([.text("40")]))
+        let burst = (0..<40).map { TransportFrame.text("42[\"n\",\($0)]") }
+        #expect(harness.polling.handle(.send(burst)).posts.isEmpty)
+        var posted: [[TransportFrame]] = []
+        for _ in 0..<4 {
+            for (_, body) in harness.postOK().posts { posted.append((try? PollingPayload.decode(body)) ?? []) }
+        }
+        #expect(posted.map(\.count) == [16, 16, 8])
+        #expect(Array(posted.joined()) == burst)
+    }
+
     @Test func oneGetAtATimeAndPausedReading() {
         var harness = PollingHarness()
         let opened = harness.started()
@@ -162,10 +179,10 @@ struct PollingTests {
         var harness = PollingHarness()
         _ = harness.started()
         #expect(harness.polling.handle(.send([.text("4first")])).posts.map(\.1) == [Data("4first".utf8)])
-        #expect(harness.polling.handle(.send([.text("4second")])).posts.isEmpty)   // waits for the POST in flight
+        #expect(harness.polling.handle(.send([.text("4second"), .text("4third")])).posts.isEmpty)  // behind the POST
         #expect(harness.polling.handle(.close(code: 1000, reason: "bye")).posts.isEmpty)
         let next = harness.postOK()
-        #expect(next.posts.map(\.1) == [PollingHarness.body([.text("4second"), .text("1")])])
+        #expect(next.posts.map(\.1) == [PollingHarness.body([.text("4second"), .text("4third"), .text("1")])])
         #expect(next.closures.isEmpty)
         #expect(harness.postOK().closures.map(\.kind) == [.closedLocally(code: 1000, reason: "bye")])
     }

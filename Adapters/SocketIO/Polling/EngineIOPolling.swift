@@ -73,6 +73,11 @@ package struct EngineIOPolling: Sendable {
     private var outbox: [QueuedFrame] = []
     private var requestSerial = 0
 
+    /// Packets in one POST at most. python-engineio drops a payload of more than 16 packets whole (its
+    /// `max_decode_packets`), logging an error but answering 200, so a burst of sends would vanish; the
+    /// JavaScript server has no such limit, and 16 costs only more POSTs in a burst.
+    static let maximumPacketsPerPost = 16
+
     /// - Parameters:
     ///   - request: the session's request, with an `http`/`https` URL ending in `transport=polling`.
     ///   - upgrade: whether to try a WebSocket upgrade when the server offers one.
@@ -175,7 +180,7 @@ package struct EngineIOPolling: Sendable {
         let limit = handshake?.maxPayload ?? 1_000_000
         var batch: [TransportFrame] = []
         var size = 0
-        while let frame = outbox.first?.frame {
+        while let frame = outbox.first?.frame, batch.count < Self.maximumPacketsPerPost {
             let added = PollingPayload.encodedSize(of: frame) + (batch.isEmpty ? 0 : 1)
             if !batch.isEmpty, size + added > limit { break }
             batch.append(frame)
