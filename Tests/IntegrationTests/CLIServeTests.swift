@@ -1,5 +1,6 @@
 import Foundation
 @_spi(DialectAuthoring) import RealtimeCore
+import RealtimeWebSocket
 import Testing
 
 /// `realtime serve socketio` and `serve actioncable` with `listen` and `send` against them, plus usage errors
@@ -87,6 +88,35 @@ struct CLIServeTests {
         #expect(await server.process.exitStatus() == 0, "\(server.process.transcript)")
         let dropped = #"{"type":"state","from":"connected","to":"reconnecting","reason":"# + JSONValue.string(reason).serialized() + "}"
         #expect(await listener.line { $0 == dropped } != nil, "\(listener.transcript)")
+    }
+
+    @Test("Ctrl-C and SIGTERM end listen with a close frame the server sees, then exit 130 and 143",
+          arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func listenStopsCleanlyOnSignals(number: Int32, status: Int32) async throws {
+        // A bare Action Cable server, to see how the client left: a close frame, or a socket that ended.
+        let closures = Locked<[TransportClosure]>([])
+        let server = try WebSocketServer(shouldUpgrade: { _ in .accept(subprotocol: "actioncable-v1-json") }) { connection, event in
+            switch event {
+            case .opened:
+                connection.send(text: #"{"type":"welcome"}"#)
+            case .received(let frames):
+                for case .text(let text) in frames where text.contains(#""command":"subscribe""#) {
+                    let identifier = JSONValue.string(#"{"channel":"ChatChannel"}"#).serialized()
+                    connection.send(text: #"{"identifier":"# + identifier + #","type":"confirm_subscription"}"#)
+                }
+            case .closed(let closure):
+                closures.withLock { $0.append(closure) }
+            }
+        }
+        defer { server.stop() }
+        let listener = try CLIProcess(["listen", "actioncable", server.url.absoluteString + "/cable",
+                                       "--channel", "ChatChannel", "--json"])
+        defer { listener.stop() }
+        #expect(await listener.subscribed("ChatChannel"), "\(listener.transcript)")
+        listener.signal(number)
+        #expect(await listener.exitStatus() == status, "\(listener.transcript)")
+        #expect(await eventually { !closures.withLock { $0.isEmpty } })
+        #expect(closures.withLock { $0.map(\.kind) } == [.closedByPeer(code: 1000, reason: "client disconnect")])
     }
 
     @Test("nothing listening: the session keeps retrying and --timeout exits 4, naming the unconfirmed channel")

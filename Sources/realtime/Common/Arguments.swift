@@ -10,6 +10,10 @@ enum ExitCode: Int32, Sendable {
     case refused = 3
     /// `--timeout` elapsed before `--count` events (or before `send` finished).
     case timedOut = 4
+    /// Ctrl-C (128 + SIGINT), after a clean close.
+    case interrupted = 130
+    /// SIGTERM (128 + SIGTERM), after a clean close.
+    case terminated = 143
 }
 
 /// A command-line mistake: printed with the command's help, exit 2.

@@ -126,12 +126,29 @@ final class CommandSession: Sendable {
         }
     }
 
-    /// Waits for the decision, then disconnects quietly, waiting for the close handshake so that what was
-    /// sent, and the close, reach the server before the process exits.
+    /// Waits for the decision (or Ctrl-C, or SIGTERM), then disconnects quietly, waiting for the close
+    /// handshake so that what was sent, and the close, reach the server before the process exits.
     func exitCode() async -> ExitCode {
+        let signals = Self.finishOnSignals(finisher)
         let code = await finisher.wait()
         await session.disconnectAndWait()
+        withExtendedLifetime(signals) {}
         return code
+    }
+
+    /// Ctrl-C and SIGTERM end the command with a close frame, as the server would see a client leave,
+    /// rather than with a dropped socket; a second signal while it closes exits at once.
+    private static func finishOnSignals(_ finisher: Finisher) -> [any DispatchSourceSignal] {
+        [(SIGINT, ExitCode.interrupted), (SIGTERM, ExitCode.terminated)].map { number, code in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if finisher.isFinished { exit(code.rawValue) }
+                finisher.finish(code)
+            }
+            source.resume()
+            return source
+        }
     }
 
     private static func isTerminal(_ state: ConnectionState) -> Bool {

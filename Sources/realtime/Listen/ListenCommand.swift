@@ -28,7 +28,8 @@ enum ListenCommand {
       realtime listen pusher ws://127.0.0.1:6001 --key app-key --secret app-secret --channel private-chat
       realtime listen actioncable ws://127.0.0.1:3000/cable --channel 'ChatChannel{"room":42}' --count 1
 
-    exit: 0 done, 2 usage, 3 refused or failed (auth, channel, session), 4 --timeout before --count
+    exit: 0 done, 2 usage, 3 refused or failed (auth, channel, session), 4 --timeout before --count,
+          130 Ctrl-C and 143 SIGTERM (after closing the connection cleanly; a second signal exits at once)
     """
 
     static func run(_ words: [String]) async throws -> ExitCode {

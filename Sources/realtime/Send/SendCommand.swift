@@ -27,7 +27,7 @@ enum SendCommand {
     Without --ack the command waits 0.5 s after the write before closing: nothing acknowledges a send, and
     servers that run commands on a pool (Rails) could otherwise see the close first.
 
-    exit: 0 sent (and acknowledged), 2 usage, 3 refused or failed, 4 timeout
+    exit: 0 sent (and acknowledged), 2 usage, 3 refused or failed, 4 timeout, 130 Ctrl-C, 143 SIGTERM
     """
 
     static func run(_ words: [String]) async throws -> ExitCode {
