@@ -27,6 +27,22 @@ final class Finisher: Sendable {
 
     var isFinished: Bool { state.withLock { $0.code != nil } }
 
+    /// Ctrl-C and SIGTERM finish with `code(signal)`, so the command ends the way it does on its own (a
+    /// clean close) rather than with dropped sockets; a second signal while it ends exits at once with
+    /// 128 + the signal. Keep the sources alive while waiting.
+    func finishOnSignals(_ code: @escaping @Sendable (Int32) -> ExitCode) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if self.isFinished { exit(128 + number) }
+                self.finish(code(number))
+            }
+            source.resume()
+            return source
+        }
+    }
+
     func wait() async -> ExitCode {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> ExitCode? in
@@ -129,26 +145,11 @@ final class CommandSession: Sendable {
     /// Waits for the decision (or Ctrl-C, or SIGTERM), then disconnects quietly, waiting for the close
     /// handshake so that what was sent, and the close, reach the server before the process exits.
     func exitCode() async -> ExitCode {
-        let signals = Self.finishOnSignals(finisher)
+        let signals = finisher.finishOnSignals { $0 == SIGINT ? .interrupted : .terminated }
         let code = await finisher.wait()
         await session.disconnectAndWait()
         withExtendedLifetime(signals) {}
         return code
-    }
-
-    /// Ctrl-C and SIGTERM end the command with a close frame, as the server would see a client leave,
-    /// rather than with a dropped socket; a second signal while it closes exits at once.
-    private static func finishOnSignals(_ finisher: Finisher) -> [any DispatchSourceSignal] {
-        [(SIGINT, ExitCode.interrupted), (SIGTERM, ExitCode.terminated)].map { number, code in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                if finisher.isFinished { exit(code.rawValue) }
-                finisher.finish(code)
-            }
-            source.resume()
-            return source
-        }
     }
 
     private static func isTerminal(_ state: ConnectionState) -> Bool {

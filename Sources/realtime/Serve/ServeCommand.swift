@@ -76,7 +76,8 @@ enum ServeCommand {
         }
         server.printReady(output)
         let quit = Finisher(output: Output(json: false))
-        let signals = stopOnSignals(quit)
+        // Ctrl-C and SIGTERM stop the server as `quit` does: clients get a close frame.
+        let signals = quit.finishOnSignals { _ in .done }
         await readCommands(server, output: output, quit: quit)
         await server.shutdown()
         withExtendedLifetime(signals) {}
@@ -89,21 +90,6 @@ enum ServeCommand {
         case .pusher: 6001
         case .bird: 6002
         case .actioncable: 28080
-        }
-    }
-
-    /// Ctrl-C and SIGTERM end the server as `quit` does, so clients get a close frame rather than a
-    /// dropped socket; a second signal while it closes exits at once.
-    private static func stopOnSignals(_ quit: Finisher) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                if quit.isFinished { exit(128 + number) }
-                quit.finish(.done)
-            }
-            source.resume()
-            return source
         }
     }
 
