@@ -8,9 +8,9 @@ import Testing
 private struct PollingHarness {
     var polling: EngineIOPolling
 
-    init(upgrade: Bool = false) {
+    init(upgrade: Bool = false, closeTimeout: Duration = .seconds(5)) {
         let request = ConnectionRequest(url: URL(string: "http://127.0.0.1:3000/socket.io/?EIO=4&transport=polling")!)
-        polling = EngineIOPolling(request: request, upgrade: upgrade)
+        polling = EngineIOPolling(request: request, upgrade: upgrade, closeTimeout: closeTimeout)
     }
 
     static func body(_ frames: [TransportFrame]) -> Data { PollingPayload.encode(frames).body }
@@ -208,6 +208,43 @@ struct PollingTests {
         #expect(aborted.postOK().isEmpty)
     }
 
+    @Test("a close whose POSTs get no answer ends at the close timeout, as a WebSocket's close does")
+    func closeTimeout() {
+        var harness = PollingHarness(closeTimeout: .seconds(3))
+        _ = harness.started()
+        #expect(harness.polling.handle(.closeTimerExpired).isEmpty, "a stray timer closed an open connection")
+        _ = harness.polling.handle(.send([.text("4first")]))
+        let close = harness.polling.handle(.close(code: 1000, reason: "bye"))
+        let timers = close.compactMap { action -> Duration? in
+            if case .armCloseTimer(let timeout) = action { timeout } else { nil }
+        }
+        #expect(timers == [.seconds(3)])
+        #expect(close.posts.isEmpty)  // behind the POST in flight
+        let expired = harness.polling.handle(.closeTimerExpired)
+        #expect(expired.closures.map(\.kind) == [.closedLocally(code: 1000, reason: "bye")])
+        #expect(expired.contains { if case .abandonRequests = $0 { true } else { false } })
+        #expect(harness.postOK().isEmpty, "the late answer reopened the close")
+        #expect(harness.polling.handle(.closeTimerExpired).isEmpty)
+
+        // A timer that runs out after the server's answer changes nothing.
+        var answered = PollingHarness()
+        _ = answered.started()
+        _ = answered.polling.handle(.close(code: 1000, reason: "bye"))
+        #expect(answered.postOK().closures.count == 1)
+        #expect(answered.polling.handle(.closeTimerExpired).isEmpty)
+
+        // Upgraded, the WebSocket's close has its own timeout: no second timer.
+        var upgraded = PollingHarness(upgrade: true)
+        _ = upgraded.started()
+        _ = upgraded.polling.handle(.probe(.opened(TransportOpenInfo())))
+        _ = upgraded.polling.handle(.probe(.received([.text("3probe")])))
+        _ = upgraded.get([.text("6")])
+        #expect(upgraded.polling.isUpgraded)
+        let upgradedClose = upgraded.polling.handle(.close(code: 1000, reason: "bye"))
+        #expect(upgradedClose.contains { if case .probeClose(1000, "bye") = $0 { true } else { false } })
+        #expect(!upgradedClose.contains { if case .armCloseTimer = $0 { true } else { false } })
+    }
+
     @Test("a close during the upgrade probe drops the probe and closes over polling")
     func closeDuringProbe() {
         var harness = PollingHarness(upgrade: true)
@@ -375,5 +412,26 @@ struct PollingTLSPolicyTests {
         #expect(!InMemoryTransport().customizesTLSTrust)
         let websocket = SocketIODialect.socketIO(url: URL(string: "https://chat.example.com")!)
         #expect(websocket.transport(wrapping: PinningTransport()) is PinningTransport)
+    }
+
+    @Test("polling closes within the session's transport's close timeout, 5 s when it states none")
+    func closeTimeoutOfTransport() throws {
+        let url = URL(string: "http://127.0.0.1:3000")!
+        for transports: [SocketIODialect.Transport] in [[.polling], [.polling, .websocket]] {
+            let dialect = SocketIODialect.socketIO(url: url, transports: transports)
+            let stated = try #require(dialect.transport(wrapping: SlowClosingTransport()) as? EngineIOPollingTransport)
+            #expect(stated.closeTimeout == .seconds(2))
+            let unstated = try #require(dialect.transport(wrapping: InMemoryTransport()) as? EngineIOPollingTransport)
+            #expect(unstated.closeTimeout == .seconds(5))
+        }
+    }
+}
+
+/// A transport whose closes wait 2 s for the server.
+private struct SlowClosingTransport: CloseTimeoutProviding {
+    var closeTimeout: Duration { .seconds(2) }
+    func open(_ request: ConnectionRequest,
+              handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        InMemoryTransport().open(request, handler: handler)
     }
 }

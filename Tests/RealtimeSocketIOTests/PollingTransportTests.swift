@@ -101,6 +101,33 @@ struct PollingTransportTests {
         #expect(client.isFinished)
     }
 
+    @Test("a close POST that gets no answer ends the connection at the close timeout and finishes the client")
+    func unansweredCloseTimesOut() async {
+        let client = ScriptedHTTPClient()
+        let (closures, continuation) = AsyncStream.makeStream(of: TransportClosure.self)
+        let connection = EngineIOPollingTransport(upgradeTransport: nil, closeTimeout: .milliseconds(20)) { client }
+            .open(ConnectionRequest(url: Self.url)) { event in
+                if case .closed(let closure) = event { continuation.yield(closure) }
+            }
+        client.answer(0, with: .success(HTTPResponse(status: 200,
+                                                     body: PollingPayload.encode([PollingConnectionHarness.open]).body)))
+        connection.close(code: 1000, reason: "bye")
+        #expect(client.requests.last?.body == PollingPayload.encode([.text("1")]).body)
+        // Bounded so that a missing timer fails the test instead of hanging it.
+        let closure = await withTaskGroup(of: TransportClosure?.self) { group in
+            group.addTask { await closures.first { _ in true } }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30))
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        #expect(closure?.kind == .closedLocally(code: 1000, reason: "bye"))
+        #expect(client.isFinished)
+        withExtendedLifetime(connection) {}
+    }
+
     @Test("a request that gets no answer closes the connection with the request named; a policy refusal stays as it is")
     func failures() {
         let harness = PollingConnectionHarness(ConnectionRequest(url: Self.url))

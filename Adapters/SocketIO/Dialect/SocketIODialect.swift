@@ -168,13 +168,16 @@ public struct SocketIODialect: RealtimeDialect {
         switch initialTransport {
         case .websocket: return base
         case .polling:
+            // A close waits for the last POSTs as long as `base` waits for a close frame.
+            let closeTimeout = (base as? any CloseTimeoutProviding)?.closeTimeout ?? .seconds(5)
             if let provider = base as? any HTTPClientProviding {
                 // One long-polling GET beside one POST.
-                return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil) {
+                return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil, closeTimeout: closeTimeout) {
                     provider.makeHTTPClient(maximumConnectionsPerHost: 2, trust: .transport)
                 }
             }
-            return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil, trust: HTTPTrustPolicy(of: base))
+            return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil, trust: HTTPTrustPolicy(of: base),
+                                            closeTimeout: closeTimeout)
         }
     }
 

@@ -18,6 +18,8 @@ package struct EngineIOPolling: Sendable {
         case abort
         case setReadingPaused(Bool)
         case probe(TransportEvent)
+        /// The close timer of ``Action/armCloseTimer(_:)`` ran out.
+        case closeTimerExpired
     }
 
     package enum Action: Sendable {
@@ -36,12 +38,14 @@ package struct EngineIOPolling: Sendable {
         case probeClose(code: Int, reason: String)
         case probeAbort
         case probeReadingPaused(Bool)
+        /// Feed ``Input/closeTimerExpired`` after this long: the app's close stops waiting for the server.
+        case armCloseTimer(Duration)
     }
 
     private enum Phase: Sendable, Equatable {
         case idle, handshaking, open
         /// The app closed: what waits to be posted goes out, then the close packet; `closed` follows the
-        /// last POST's answer.
+        /// last POST's answer, or the close timeout.
         case closing(TransportClosure)
         case closed
     }
@@ -58,6 +62,7 @@ package struct EngineIOPolling: Sendable {
 
     private let request: ConnectionRequest
     private let upgradeEnabled: Bool
+    private let closeTimeout: Duration
     private var phase: Phase = .idle
     private var upgrade: Upgrade = .unavailable
     private var handshake: EngineIOHandshake?
@@ -81,9 +86,12 @@ package struct EngineIOPolling: Sendable {
     /// - Parameters:
     ///   - request: the session's request, with an `http`/`https` URL ending in `transport=polling`.
     ///   - upgrade: whether to try a WebSocket upgrade when the server offers one.
-    package init(request: ConnectionRequest, upgrade: Bool) {
+    ///   - closeTimeout: how long the app's close waits for the last POSTs' answers before it reports
+    ///     `closed` anyway, as a WebSocket's close waits for the server's close frame.
+    package init(request: ConnectionRequest, upgrade: Bool, closeTimeout: Duration = .seconds(5)) {
         self.request = request
         self.upgradeEnabled = upgrade
+        self.closeTimeout = closeTimeout
     }
 
     /// `true` once packets travel over the WebSocket.
@@ -124,6 +132,8 @@ package struct EngineIOPolling: Sendable {
             }
         case .probe(let event):
             probe(event, actions: &actions)
+        case .closeTimerExpired:
+            if case .closing(let closure) = phase { finish(closure, actions: &actions) }
         }
         return actions
     }
@@ -292,6 +302,7 @@ package struct EngineIOPolling: Sendable {
             upgrade = .failed
             outbox.append(QueuedFrame(frame: .text("1"), compress: true))
             phase = .closing(TransportClosure(.closedLocally(code: code, reason: reason)))
+            actions.append(.armCloseTimer(closeTimeout))
             flush(actions: &actions)
         }
     }

@@ -8,27 +8,32 @@ import Foundation
 struct EngineIOPollingTransport: RealtimeTransport {
     /// The WebSocket transport to upgrade to; `nil` stays on polling.
     var upgradeTransport: (any RealtimeTransport)?
+    /// How long the app's close waits for the server to take the last POSTs.
+    var closeTimeout: Duration
     /// Makes the HTTP client of one connection.
     var makeClient: @Sendable () -> any HTTPClient
 
     /// Polling over `URLSession`, verifying `https` servers with `trust`: the session's transport's policy,
     /// so polling reaches exactly the servers the WebSocket may reach.
-    init(upgradeTransport: (any RealtimeTransport)?, trust: HTTPTrustPolicy = .platformDefault) {
+    init(upgradeTransport: (any RealtimeTransport)?, trust: HTTPTrustPolicy = .platformDefault,
+         closeTimeout: Duration = .seconds(5)) {
         // One long-polling GET beside one POST.
-        self.init(upgradeTransport: upgradeTransport) {
+        self.init(upgradeTransport: upgradeTransport, closeTimeout: closeTimeout) {
             URLSessionHTTPClient(trust: trust, maximumConnectionsPerHost: 2)
         }
     }
 
-    init(upgradeTransport: (any RealtimeTransport)?, makeClient: @escaping @Sendable () -> any HTTPClient) {
+    init(upgradeTransport: (any RealtimeTransport)?, closeTimeout: Duration = .seconds(5),
+         makeClient: @escaping @Sendable () -> any HTTPClient) {
         self.upgradeTransport = upgradeTransport
+        self.closeTimeout = closeTimeout
         self.makeClient = makeClient
     }
 
     func open(_ request: ConnectionRequest,
               handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
-        let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport, client: makeClient(),
-                                           handler: handler)
+        let connection = PollingConnection(request: request, upgradeTransport: upgradeTransport,
+                                           closeTimeout: closeTimeout, client: makeClient(), handler: handler)
         connection.start()
         return connection
     }
@@ -40,6 +45,7 @@ struct EngineIOPollingTransport: RealtimeTransport {
 private final class PollingConnection: TransportConnection {
     private struct IO {
         var probe: (any TransportConnection)?
+        var closeTimer: Task<Void, Never>?
         var finished = false
     }
 
@@ -51,18 +57,19 @@ private final class PollingConnection: TransportConnection {
     private let io = Locked(IO())
     private let client: any HTTPClient
 
-    init(request: ConnectionRequest, upgradeTransport: (any RealtimeTransport)?, client: any HTTPClient,
-         handler: @escaping @Sendable (TransportEvent) -> Void) {
+    init(request: ConnectionRequest, upgradeTransport: (any RealtimeTransport)?, closeTimeout: Duration,
+         client: any HTTPClient, handler: @escaping @Sendable (TransportEvent) -> Void) {
         self.request = request
         self.upgradeTransport = upgradeTransport
         self.handler = handler
-        machine = Locked(EngineIOPolling(request: request, upgrade: upgradeTransport != nil))
+        machine = Locked(EngineIOPolling(request: request, upgrade: upgradeTransport != nil, closeTimeout: closeTimeout))
         self.client = client
     }
 
     /// Let go of while its close POST was in flight (the session was released meanwhile): the POST may
     /// still finish, and then the client's resources go (an unfinished `URLSession` would stay forever).
     deinit {
+        io.withLock { $0.closeTimer }?.cancel()
         client.finish()
     }
 
@@ -120,8 +127,13 @@ private final class PollingConnection: TransportConnection {
             break
         case .event(let event):
             if case .closed = event {
-                io.withLock { $0.finished = true }
-                // After the close POST's answer when the app closed: nothing is in flight that matters.
+                io.withLock { io -> Task<Void, Never>? in
+                    io.finished = true
+                    defer { io.closeTimer = nil }
+                    return io.closeTimer
+                }?.cancel()
+                // After the close POST's answer (or the close timeout) when the app closed: nothing in flight
+                // matters any more.
                 client.finish()
             }
             handler(event)
@@ -143,6 +155,12 @@ private final class PollingConnection: TransportConnection {
             }?.abort()
         case .probeReadingPaused(let paused):
             io.withLock { $0.probe }?.setReadingPaused(paused)
+        case .armCloseTimer(let timeout):
+            let timer = Task { [weak self] in
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                self?.submit(.closeTimerExpired)
+            }
+            io.withLock { $0.closeTimer = timer }
         }
     }
 

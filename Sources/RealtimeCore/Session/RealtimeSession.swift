@@ -78,8 +78,8 @@ public final class RealtimeSession: Sendable {
     /// Disconnects as ``disconnect()`` does, then returns once the connection has closed and the handlers
     /// have run for everything that came before (the state change to ``ConnectionState/disconnected``
     /// included). Closed means the close handshake finished, or the transport stopped waiting for the
-    /// server's answer (the WebSocket transport's `closeTimeout`, 5 s by default; Socket.IO long-polling's
-    /// last POSTs, within their request timeout), and the socket is shut.
+    /// server's answer (the WebSocket transport's `closeTimeout`, 5 s by default, which Socket.IO's
+    /// long-polling applies to its last POSTs too), and the socket is shut.
     ///
     /// Call it before a process exits, so that what was sent before it, and the close itself, reach the
     /// server instead of dying with the process. Returns as soon as the handlers have run when no

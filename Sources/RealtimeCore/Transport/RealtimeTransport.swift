@@ -138,6 +138,12 @@ extension RealtimeTransport {
     public var customizesTLSTrust: Bool { false }
 }
 
+/// A transport whose close waits a bounded time for the server's answer. A transport that wraps it
+/// (Socket.IO's long-polling) waits as long, so a close is bounded alike whatever carries it.
+package protocol CloseTimeoutProviding: RealtimeTransport {
+    var closeTimeout: Duration { get }
+}
+
 extension TransportConnection {
     /// Sends `frames` with ``send(_:)``: for transports that never compress.
     public func send(_ frames: [TransportFrame], compress: Bool) {

@@ -24,7 +24,8 @@ import Security
 /// long-polling and the Pusher auth endpoint), which needs macOS 14, iOS 17, tvOS 17 or watchOS 10; earlier systems fail such a connection
 /// with `.unsupported` rather than connect around the proxy. Network.framework reports a proxy's refusal in
 /// its own terms, so there is no 407 or status in the error here as there is on Linux.
-public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEvaluating, HTTPClientProviding {
+public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEvaluating, HTTPClientProviding,
+    CloseTimeoutProviding {
     public let configuration: WebSocketTransport.Configuration
 
     public init(configuration: WebSocketTransport.Configuration = WebSocketTransport.Configuration()) {
@@ -34,6 +35,8 @@ public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEval
     /// True with pins or custom roots: long-polling must then apply them too (through
     /// ``evaluateServerTrust(_:)``) rather than bypass them.
     public var customizesTLSTrust: Bool { configuration.tls.customizesTrust }
+
+    package var closeTimeout: Duration { configuration.closeTimeout }
 
     /// Judges a server trust met outside this transport (Socket.IO's long-polling over `URLSession`) with
     /// this transport's TLS configuration.

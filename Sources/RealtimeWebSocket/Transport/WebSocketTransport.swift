@@ -14,7 +14,7 @@ import RealtimeCore
 /// every connection of that loop waits meanwhile. `ws://` (and `http://`) to a host that is not loopback is
 /// refused unless the request sets `allowsInsecureTransportToRemoteHosts`; through a proxy, so is `ws://`
 /// to a proxy that is not loopback.
-public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
+public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding, CloseTimeoutProviding {
     /// Limits, timeouts and TLS settings shared by every connection of the transport.
     public struct Configuration: Sendable {
         /// How `wss://` verifies servers.
@@ -130,6 +130,8 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding {
 
     /// True with extra roots, pins or without the system roots (see ``RealtimeTransport/customizesTLSTrust``).
     public var customizesTLSTrust: Bool { configuration.tls.customizesTrust }
+
+    package var closeTimeout: Duration { configuration.closeTimeout }
 
     /// An HTTP client (Socket.IO's long-polling, the Pusher auth endpoint): through the proxy's tunnel on
     /// this transport's loops when there is a proxy (`URLSession` on Linux cannot be given one), with this
