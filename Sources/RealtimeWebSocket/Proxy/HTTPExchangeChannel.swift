@@ -8,7 +8,7 @@ import RealtimeCore
 final class HTTPExchangeChannel: LoopHandler {
     private enum Phase {
         case resolving
-        case connecting(addresses: [SocketAddress], index: Int)
+        case connecting
         case tunnel(ProxyTunnelHandshake)
         case tlsHandshake
         case exchanging
@@ -29,13 +29,10 @@ final class HTTPExchangeChannel: LoopHandler {
     private var completion: ((Result<HTTPResponse, RealtimeError>) -> Void)?
     private var reader: HTTPResponseReader
     private var phase = Phase.resolving
-    private var fd: Int32 = -1
-    private var isWatched = false
-    private var interest = SelectorInterest(read: false, write: false)
+    private var socket: LoopSocket
     private var tls: TLSEngine?
     private var outbound: [UInt8] = []
     private var outboundStart = 0
-    private var lastConnectError: RealtimeError?
     /// The idle timer: the request fails when no byte arrives for `request.timeout`.
     private var timer: UInt64?
     private var lastActivity = EventLoop.now()
@@ -46,6 +43,7 @@ final class HTTPExchangeChannel: LoopHandler {
         self.request = request
         self.target = target
         self.completion = completion
+        socket = LoopSocket(token: token)
         reader = HTTPResponseReader(maximumBodySize: maximumBodySize)
     }
 
@@ -60,59 +58,36 @@ final class HTTPExchangeChannel: LoopHandler {
         guard case .resolving = phase else { return }
         switch result {
         case .failure(let error): complete(.failure(error), in: context)
-        case .success(let addresses): connect(addresses: addresses, index: 0, in: context)
+        case .success(let addresses):
+            phase = .connecting
+            dialed(socket.dial(addresses, in: context), in: context)
         }
     }
 
     // MARK: Connecting
 
-    private func connect(addresses: [SocketAddress], index: Int, in context: LoopContext) {
-        guard index < addresses.count else {
-            complete(.failure(lastConnectError ?? RealtimeError(.transportFailed, "no address to connect to")), in: context)
-            return
-        }
-        phase = .connecting(addresses: addresses, index: index)
-        do throws(RealtimeError) {
-            fd = try SocketIO.makeStreamSocket(family: addresses[index].family)
-        } catch {
-            lastConnectError = error
-            connect(addresses: addresses, index: index + 1, in: context)
-            return
-        }
-        let status = SocketIO.startConnect(fd, to: addresses[index])
-        guard status == 0 || status == EINPROGRESS else {
-            lastConnectError = SocketError.connectFailed(address: addresses[index], code: status)
-            closeSocket(in: context)
-            connect(addresses: addresses, index: index + 1, in: context)
-            return
-        }
-        do throws(RealtimeError) {
-            interest = SelectorInterest(read: false, write: true)
-            try context.watch(fd: fd, token: token, interest: interest)
-            isWatched = true
-        } catch {
-            complete(.failure(error), in: context)
-        }
-    }
-
     func handle(_ event: SelectorEvent, in context: LoopContext) {
-        if case .connecting(let addresses, let index) = phase {
-            guard event.writable || event.hangup else { return }
-            let status = SocketIO.pendingError(fd)
-            guard status == 0 else {
-                lastConnectError = SocketError.connectFailed(address: addresses[index], code: status)
-                closeSocket(in: context)
-                connect(addresses: addresses, index: index + 1, in: context)
-                return
-            }
-            let tunnel = ProxyTunnelHandshake(proxy: target.proxy, targetHost: target.host, targetPort: target.port)
-            phase = .tunnel(tunnel)
-            outbound += tunnel.requestBytes
-            writeOutbound(in: context)
+        if case .connecting = phase {
+            dialed(socket.dialingEvent(event, in: context), in: context)
             return
         }
         if event.writable { writeOutbound(in: context) }
         if event.readable || event.hangup { readSocket(in: context) }
+    }
+
+    /// Connected to the proxy: `CONNECT` goes out.
+    private func dialed(_ dialing: LoopSocket.Dialing, in context: LoopContext) {
+        switch dialing {
+        case .inProgress:
+            break
+        case .failed(let error):
+            complete(.failure(error), in: context)
+        case .connected:
+            let tunnel = ProxyTunnelHandshake(proxy: target.proxy, targetHost: target.host, targetPort: target.port)
+            phase = .tunnel(tunnel)
+            outbound += tunnel.requestBytes
+            writeOutbound(in: context)
+        }
     }
 
     func loopStopping(in context: LoopContext) {
@@ -122,7 +97,7 @@ final class HTTPExchangeChannel: LoopHandler {
     // MARK: Reading
 
     private func readSocket(in context: LoopContext) {
-        let count = SocketIO.receive(fd, into: context.readBuffer)
+        let count = SocketIO.receive(socket.fd, into: context.readBuffer)
         if count == -Int(EAGAIN) { return }
         if count < 0 {
             complete(.failure(SocketError.posix("recv", Int32(-count))), in: context)
@@ -273,10 +248,10 @@ final class HTTPExchangeChannel: LoopHandler {
     }
 
     private func writeOutbound(in context: LoopContext) {
-        guard fd >= 0 else { return }
+        guard socket.fd >= 0 else { return }
         while outboundStart < outbound.count {
             let written = outbound.withUnsafeBytes { raw in
-                SocketIO.send(fd, UnsafeRawBufferPointer(rebasing: raw[outboundStart...]))
+                SocketIO.send(socket.fd, UnsafeRawBufferPointer(rebasing: raw[outboundStart...]))
             }
             if written == 0 { break }
             if written < 0 {
@@ -289,11 +264,7 @@ final class HTTPExchangeChannel: LoopHandler {
             outbound.removeAll(keepingCapacity: true)
             outboundStart = 0
         }
-        let wanted = SelectorInterest(read: true, write: outboundStart < outbound.count)
-        if isWatched, wanted != interest {
-            interest = wanted
-            context.setInterest(fd: fd, token: token, wanted)
-        }
+        socket.setInterest(SelectorInterest(read: true, write: outboundStart < outbound.count), in: context)
     }
 
     // MARK: Timing out and ending
@@ -354,20 +325,8 @@ final class HTTPExchangeChannel: LoopHandler {
         context.cancelTimer(timer)
         timer = nil
         tls = nil
-        closeSocket(in: context)
+        socket.close(in: context)
         context.detach(token)
         completion(result)
-    }
-
-    private func closeSocket(in context: LoopContext) {
-        if isWatched {
-            context.unwatch(fd: fd)
-            isWatched = false
-        }
-        if fd >= 0 {
-            _ = SocketIO.closeFD(fd)
-            fd = -1
-        }
-        interest = SelectorInterest(read: false, write: false)
     }
 }

@@ -35,7 +35,7 @@ final class WebSocketChannel: LoopHandler {
     /// How far the byte stream is; from `.stream` on, the machine's phase tells the rest.
     private enum Phase {
         case resolving
-        case connecting(addresses: [SocketAddress], index: Int)
+        case connecting
         /// Connected to the proxy, waiting for its answer to `CONNECT`.
         case tunnel(ProxyTunnelHandshake)
         case tlsHandshake
@@ -54,15 +54,12 @@ final class WebSocketChannel: LoopHandler {
     private let setup: ChannelSetup
     private var machine: WebSocketConnectionMachine
     private var phase: Phase = .resolving
-    private var fd: Int32 = -1
-    private var isWatched = false
-    private var interest = SelectorInterest(read: false, write: false)
+    private var socket: LoopSocket
     private var tls: TLSEngine?
     private var outbound: [UInt8] = []
     private var outboundStart = 0
     /// The loop timer armed for the machine's ``WebSocketConnectionMachine/nextDeadline``.
     private var timer: (id: UInt64, deadline: UInt64)?
-    private var lastConnectError: RealtimeError?
     /// The app paused reading (back-pressure).
     private var readingPaused = false
 
@@ -72,6 +69,7 @@ final class WebSocketChannel: LoopHandler {
         self.setup = setup
         self.outbox = outbox
         self.deliver = deliver
+        socket = LoopSocket(token: token)
         switch setup {
         case .client(let client): machine = WebSocketConnectionMachine(upgrade: .client(client.handshake), options: options)
         case .server(let upgrader, _, _): machine = WebSocketConnectionMachine(upgrade: .server(upgrader), options: options)
@@ -92,23 +90,22 @@ final class WebSocketChannel: LoopHandler {
         guard case .resolving = phase else { return }
         switch result {
         case .failure(let error): fail(error, in: context)
-        case .success(let addresses): connect(addresses: addresses, index: 0, in: context)
+        case .success(let addresses):
+            phase = .connecting
+            dialed(socket.dial(addresses, in: context), in: context)
         }
     }
 
     /// Server: takes over an accepted socket.
     func startServer(fd: Int32, in context: LoopContext) {
         guard case .server(_, let tlsContext, let timeout) = setup else { return }
-        self.fd = fd
         phase = .stream
         do throws(RealtimeError) {
+            try socket.adopt(fd, interest: SelectorInterest(read: true, write: false), in: context)
             if let tlsContext {
                 tls = try TLSEngine(server: tlsContext)
                 phase = .tlsHandshake
             }
-            interest = SelectorInterest(read: true, write: false)
-            try context.watch(fd: fd, token: token, interest: interest)
-            isWatched = true
         } catch {
             fail(error, in: context)
             return
@@ -118,34 +115,12 @@ final class WebSocketChannel: LoopHandler {
         armTimer(in: context)
     }
 
-    private func connect(addresses: [SocketAddress], index: Int, in context: LoopContext) {
-        guard index < addresses.count else {
-            fail(lastConnectError ?? RealtimeError(.transportFailed, "no address to connect to"), in: context)
-            return
-        }
-        let address = addresses[index]
-        phase = .connecting(addresses: addresses, index: index)
-        do {
-            fd = try SocketIO.makeStreamSocket(family: address.family)
-        } catch {
-            lastConnectError = error
-            connect(addresses: addresses, index: index + 1, in: context)
-            return
-        }
-        let status = SocketIO.startConnect(fd, to: address)
-        guard status == 0 || status == EINPROGRESS else {
-            lastConnectError = SocketError.connectFailed(address: address, code: status)
-            closeSocket(in: context)
-            connect(addresses: addresses, index: index + 1, in: context)
-            return
-        }
-        do {
-            interest = SelectorInterest(read: false, write: true)
-            try context.watch(fd: fd, token: token, interest: interest)
-            isWatched = true
-        } catch {
-            closeSocket(in: context)
-            fail(error, in: context)
+    /// Connected to the server or its proxy: the tunnel, TLS or the upgrade starts.
+    private func dialed(_ dialing: LoopSocket.Dialing, in context: LoopContext) {
+        switch dialing {
+        case .inProgress: break
+        case .failed(let error): fail(error, in: context)
+        case .connected: connected(in: context)
         }
     }
 
@@ -205,16 +180,8 @@ final class WebSocketChannel: LoopHandler {
     // MARK: Events from the selector
 
     func handle(_ event: SelectorEvent, in context: LoopContext) {
-        if case .connecting(let addresses, let index) = phase {
-            guard event.writable || event.hangup else { return }
-            let status = SocketIO.pendingError(fd)
-            if status == 0 {
-                connected(in: context)
-            } else {
-                lastConnectError = SocketError.connectFailed(address: addresses[index], code: status)
-                closeSocket(in: context)
-                connect(addresses: addresses, index: index + 1, in: context)
-            }
+        if case .connecting = phase {
+            dialed(socket.dialingEvent(event, in: context), in: context)
             return
         }
         if event.writable { writeOutbound(in: context) }
@@ -249,7 +216,7 @@ final class WebSocketChannel: LoopHandler {
         // in cache; the direct reader decrypts in place, so its reads are as large as unencrypted ones.
         let readSpace = tls.map { !$0.readsRecordsDirectly } ?? false
             ? UnsafeMutableRawBufferPointer(rebasing: context.readBuffer[0..<Self.tlsReadSize]) : context.readBuffer
-        let count = SocketIO.receive(fd, into: readSpace)
+        let count = SocketIO.receive(socket.fd, into: readSpace)
         if count == -Int(EAGAIN) { return }
         if count < 0 {
             fail(SocketError.posix("recv", Int32(-count)), in: context)
@@ -462,10 +429,10 @@ final class WebSocketChannel: LoopHandler {
 
     /// Writes as much of the outbound buffer as the socket takes, then watches for writability if needed.
     private func writeOutbound(in context: LoopContext) {
-        guard fd >= 0 else { return }
+        guard socket.fd >= 0 else { return }
         while outboundStart < outbound.count {
             let written = outbound.withUnsafeBytes { raw in
-                SocketIO.send(fd, UnsafeRawBufferPointer(rebasing: raw[outboundStart...]))
+                SocketIO.send(socket.fd, UnsafeRawBufferPointer(rebasing: raw[outboundStart...]))
             }
             if written == 0 { break }
             if written < 0 {
@@ -488,13 +455,9 @@ final class WebSocketChannel: LoopHandler {
     }
 
     private func updateInterest(in context: LoopContext) {
-        guard isWatched, fd >= 0 else { return }
         var wanted = SelectorInterest(read: !readingPaused, write: outboundStart < outbound.count)
         if case .connecting = phase { wanted = SelectorInterest(read: false, write: true) }
-        if wanted != interest {
-            interest = wanted
-            context.setInterest(fd: fd, token: token, wanted)
-        }
+        socket.setInterest(wanted, in: context)
     }
 
     /// Acts on what other threads queued: frames, close, abort, pause, pings. Frames and pings queued
@@ -573,10 +536,10 @@ final class WebSocketChannel: LoopHandler {
             tls.shutdown()
             tls.drainCiphertext(into: &outbound)
         }
-        if fd >= 0, outboundStart < outbound.count {
+        if socket.fd >= 0, outboundStart < outbound.count {
             // Best effort: the close frame or HTTP error response usually fits the socket buffer.
             _ = outbound.withUnsafeBytes { raw in
-                SocketIO.send(fd, UnsafeRawBufferPointer(rebasing: raw[outboundStart...]))
+                SocketIO.send(socket.fd, UnsafeRawBufferPointer(rebasing: raw[outboundStart...]))
             }
         }
         phase = .finished
@@ -585,7 +548,7 @@ final class WebSocketChannel: LoopHandler {
         tls = nil
         context.cancelTimer(timer?.id)
         timer = nil
-        closeSocket(in: context)
+        socket.close(in: context)
         context.detach(token)
         let pings = outbox.state.withLock { state in
             state.finished = true
@@ -596,17 +559,5 @@ final class WebSocketChannel: LoopHandler {
         }
         for waiter in pings { waiter.resume(throwing: PendingPings.closedError(closure)) }
         deliver(.closed(closure))
-    }
-
-    private func closeSocket(in context: LoopContext) {
-        if isWatched {
-            context.unwatch(fd: fd)
-            isWatched = false
-        }
-        if fd >= 0 {
-            SocketIO.closeFD(fd)
-            fd = -1
-        }
-        interest = SelectorInterest(read: false, write: false)
     }
 }
