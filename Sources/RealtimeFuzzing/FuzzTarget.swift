@@ -14,6 +14,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case socketIOInbound = "socketio-inbound"
     case pusherInbound = "pusher-inbound"
     case actionCableInbound = "actioncable-inbound"
+    case socketIOPolling = "socketio-polling"
 
     /// The targets this platform can run: the TLS reader exists only where OpenSSL is linked.
     package static var available: [FuzzTarget] {
@@ -46,6 +47,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             case .socketIOInbound: try DialectFuzz.checkSocketIO(bytes)
             case .pusherInbound: try DialectFuzz.checkPusher(bytes)
             case .actionCableInbound: try DialectFuzz.checkActionCable(bytes)
+            case .socketIOPolling: try PollingFuzz.check(bytes)
             }
         } catch {
             return error

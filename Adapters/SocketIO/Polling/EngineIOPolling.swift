@@ -81,7 +81,7 @@ package struct EngineIOPolling: Sendable {
     /// Packets in one POST at most. python-engineio drops a payload of more than 16 packets whole (its
     /// `max_decode_packets`), logging an error but answering 200, so a burst of sends would vanish; the
     /// JavaScript server has no such limit, and 16 costs only more POSTs in a burst.
-    static let maximumPacketsPerPost = 16
+    package static let maximumPacketsPerPost = 16
 
     /// - Parameters:
     ///   - request: the session's request, with an `http`/`https` URL ending in `transport=polling`.

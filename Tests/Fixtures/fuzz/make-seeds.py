@@ -265,6 +265,32 @@ deflate_seeds = [
     bytes([0x07, 7]) + spec(0x0D, bytes([0x00, 0x05, 0x00, 0xFA, 0xFF]) + b"Hello" + b"\x00"),
 ]
 
+# Socket.IO long-polling: a flags byte (bit 0: offer the upgrade), then steps: 0 GET answer (mode: 1 open
+# packet with a 2-byte maxPayload, an upgrades byte and a sid byte; 2 packets; 3 raw bytes; 0 a noop; then
+# a status byte, 0 for 200), 1 POST answer (status byte; 255 a failure), 2 app send (count - 1, a kind
+# byte each, a compress byte), 3 close, 4 abort, 5 pause (bool), 6 probe event (kind), 7 close timer,
+# 8 a failed GET.
+def polling_open(max_payload=256, upgrades=0):
+    return bytes([0, 1, max_payload >> 8, max_payload & 0xFF, upgrades, 5, 0])
+
+
+def polling_send(kinds, compress=1):
+    return bytes([2, len(kinds) - 1]) + bytes(kinds) + bytes([compress])
+
+
+polling_seeds = [
+    bytes([0]) + polling_open() + polling_send([0, 1, 0]) + polling_send([0, 2]) + bytes([3, 1, 0, 1, 0]),
+    bytes([1]) + polling_open(64, 1) + bytes([6, 0]) + polling_send([0]) + bytes([6, 1]) + polling_send([1, 0])
+    + bytes([1, 0, 0, 0, 0]) + polling_send([0, 0]) + bytes([3, 6, 3]),
+    bytes([0]) + polling_open() + polling_send([0]) + bytes([3, 7, 1, 0]),
+    bytes([0]) + polling_open() + bytes([0, 3, 4]) + b"4a\x1e1" + bytes([0]) + bytes([0, 2, 1, 4, 3]) + b"hey"
+    + bytes([2, 0, 1, 0]),
+    bytes([0]) + polling_open(900) + polling_send([0, 0, 0, 0]) * 6 + bytes([3, 1, 0, 1, 0, 1, 0, 1, 0]),
+    bytes([0]) + polling_open() + polling_send([1]) + bytes([1, 255]),
+    bytes([1]) + polling_open(300, 1) + bytes([5, 1, 6, 0, 6, 2, 1, 8]),
+    bytes([0]) + polling_send([0]) + bytes([4]),
+]
+
 write("json", json_seeds)
 write("websocket-codec", codec_seeds)
 write("websocket-deflate", deflate_seeds)
@@ -275,3 +301,4 @@ write("redaction", redaction_seeds)
 write("socketio-inbound", socketio_programs)
 write("pusher-inbound", pusher_programs)
 write("actioncable-inbound", actioncable_programs)
+write("socketio-polling", polling_seeds)
