@@ -169,7 +169,8 @@ public struct SocketIODialect: RealtimeDialect {
         case .websocket: return base
         case .polling:
             // A close waits for the last POSTs as long as `base` waits for a close frame.
-            let closeTimeout = (base as? any CloseTimeoutProviding)?.closeTimeout ?? .seconds(5)
+            let closeTimeout = (base as? any CloseTimeoutProviding)?.closeTimeout
+                ?? EngineIOPolling.defaultCloseTimeout
             if let provider = base as? any HTTPClientProviding {
                 // One long-polling GET beside one POST.
                 return EngineIOPollingTransport(upgradeTransport: upgrades ? base : nil, closeTimeout: closeTimeout) {

@@ -83,12 +83,15 @@ package struct EngineIOPolling: Sendable {
     /// JavaScript server has no such limit, and 16 costs only more POSTs in a burst.
     package static let maximumPacketsPerPost = 16
 
+    /// The close timeout when the session's transport states none: the WebSocket transport's default.
+    package static let defaultCloseTimeout: Duration = .seconds(5)
+
     /// - Parameters:
     ///   - request: the session's request, with an `http`/`https` URL ending in `transport=polling`.
     ///   - upgrade: whether to try a WebSocket upgrade when the server offers one.
     ///   - closeTimeout: how long the app's close waits for the last POSTs' answers before it reports
     ///     `closed` anyway, as a WebSocket's close waits for the server's close frame.
-    package init(request: ConnectionRequest, upgrade: Bool, closeTimeout: Duration = .seconds(5)) {
+    package init(request: ConnectionRequest, upgrade: Bool, closeTimeout: Duration = defaultCloseTimeout) {
         self.request = request
         self.upgradeEnabled = upgrade
         self.closeTimeout = closeTimeout

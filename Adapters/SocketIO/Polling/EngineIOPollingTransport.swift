@@ -16,14 +16,14 @@ struct EngineIOPollingTransport: RealtimeTransport {
     /// Polling over `URLSession`, verifying `https` servers with `trust`: the session's transport's policy,
     /// so polling reaches exactly the servers the WebSocket may reach.
     init(upgradeTransport: (any RealtimeTransport)?, trust: HTTPTrustPolicy = .platformDefault,
-         closeTimeout: Duration = .seconds(5)) {
+         closeTimeout: Duration = EngineIOPolling.defaultCloseTimeout) {
         // One long-polling GET beside one POST.
         self.init(upgradeTransport: upgradeTransport, closeTimeout: closeTimeout) {
             URLSessionHTTPClient(trust: trust, maximumConnectionsPerHost: 2)
         }
     }
 
-    init(upgradeTransport: (any RealtimeTransport)?, closeTimeout: Duration = .seconds(5),
+    init(upgradeTransport: (any RealtimeTransport)?, closeTimeout: Duration = EngineIOPolling.defaultCloseTimeout,
          makeClient: @escaping @Sendable () -> any HTTPClient) {
         self.upgradeTransport = upgradeTransport
         self.closeTimeout = closeTimeout
