@@ -227,6 +227,7 @@ struct PusherFakeTests {
             #expect(bobRoster.members.members["alice"] == ["via": "inline"])
             struct Via: Decodable, Equatable { var via: String }
             #expect(try aliceRoster.member(id: "bob")?.info(as: Via.self) == Via(via: "endpoint"))
+            await pusherWait("bob's arrival handled", seconds: Self.wait) { !joined.withLock { $0 }.isEmpty }
             #expect(joined.withLock { $0 } == [PresenceMember(id: "bob", info: ["via": "endpoint"])])
 
             // The app clears its handlers: its own log stops, the roster and its member handlers go on.
@@ -247,6 +248,8 @@ struct PusherFakeTests {
 
             bob.disconnect()
             await pusherWait("bob left", seconds: Self.wait) { aliceRoster.members.ids == ["alice"] }
+            // The roster changes before its handlers run: wait for the handlers' own log too.
+            await pusherWait("bob's removal handled", seconds: Self.wait) { left.withLock { $0.count } >= 2 }
             let added = changes.data("pusher:member_added").compactMap { $0["user_id"]?.stringValue }
             #expect(added == ["bob"])
             #expect(changes.data("pusher:member_removed").isEmpty)
