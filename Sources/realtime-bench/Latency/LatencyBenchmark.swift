@@ -13,11 +13,11 @@ import Realtime
 ///
 /// Delivery targets: `default` (the session's private serial queue), `inline` (the event loop's thread),
 /// `main` (the main queue; this program's main thread is parked in Dispatch's main loop while suites run),
-/// and `coalesced`: the default delivery on a transport whose loop coalesces reads within 250 µs
-/// (`WebSocketTransport.Configuration.readCoalescing`).
+/// and `coalesced`: the default delivery on a transport whose loop coalesces reads within a window, 250 µs
+/// unless `--window` says otherwise (`WebSocketTransport.Configuration.readCoalescing`).
 ///
 /// Options: `--rates 1000,10000`, `--seconds S` (5; 0.3 with `--quick`), `--delivery default,inline,main,coalesced`,
-/// `--only DIALECT`, `--quick`, `--json`.
+/// `--window MICROSECONDS` (the coalesced rows' window), `--only DIALECT`, `--quick`, `--json`.
 enum LatencyBenchmark {
     enum Target: String, CaseIterable {
         case standard = "default"
@@ -33,10 +33,10 @@ enum LatencyBenchmark {
             }
         }
 
-        static let coalescingWindow = Duration.microseconds(250)
+        static let defaultCoalescingWindowMicroseconds = 250
 
-        var transport: WebSocketTransport {
-            WebSocketTransport(configuration: .init(readCoalescing: self == .coalesced ? Self.coalescingWindow : nil))
+        func transport(coalescingWindow: Duration) -> WebSocketTransport {
+            WebSocketTransport(configuration: .init(readCoalescing: self == .coalesced ? coalescingWindow : nil))
         }
     }
 
@@ -76,6 +76,13 @@ enum LatencyBenchmark {
             }
             return target
         }) ?? Target.allCases
+        let windowText = BenchOptions.string("--window", in: arguments)
+        let windowMicroseconds = windowText.map { Int($0) ?? 0 } ?? Target.defaultCoalescingWindowMicroseconds
+        guard windowMicroseconds > 0 else {
+            throw BenchmarkFailure("--window takes a positive number of microseconds, not \(windowText ?? "")")
+        }
+        let window = Duration.microseconds(windowMicroseconds)
+        out.figure("latency", "coalesced", "window_us", Double(windowMicroseconds))
         out.say("latency: paced events of ~150 B, one per write, \(seconds) s per row; delay = CLOCK_MONOTONIC at the "
                 + "handler minus the stamp the blaster took before writing; CPU = this process's getrusage over the "
                 + "row / events; nothing pinned")
@@ -97,7 +104,8 @@ enum LatencyBenchmark {
             }
             for dialect in options.dialects {
                 for target in targets {
-                    let run = try await sessionRun(dialect, target: target, rate: rate, seconds: seconds, events: events)
+                    let run = try await sessionRun(dialect, target: target, window: window, rate: rate,
+                                                   seconds: seconds, events: events)
                     out.say("    \((dialect.rawValue + " " + target.rawValue).padding(toLength: 22, withPad: " ", startingAt: 0))"
                             + run.summary)
                     for metric in metrics {
@@ -114,12 +122,12 @@ enum LatencyBenchmark {
                                      "--seconds", String(seconds)] + (raw ? ["--raw"] : []), core: nil)
     }
 
-    static func sessionRun(_ dialect: BenchDialect, target: Target, rate: Double, seconds: Double,
+    static func sessionRun(_ dialect: BenchDialect, target: Target, window: Duration, rate: Double, seconds: Double,
                            events: Int) async throws -> Run {
         let blaster = try blaster(dialect, rate: rate, seconds: seconds, raw: false)
         defer { blaster.stop(grace: 2) }
         let port = try blaster.readPort()
-        let session = RealtimeSession(dialect: dialect.dialect(port: port), transport: target.transport,
+        let session = RealtimeSession(dialect: dialect.dialect(port: port), transport: target.transport(coalescingWindow: window),
                                       options: SessionOptions(delivery: target.delivery))
         defer { session.disconnect() }
         let delays = Locked<[UInt64]>([])

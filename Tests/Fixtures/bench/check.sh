@@ -46,6 +46,7 @@ for rate in [1000, 10000]:
             expected[("latency", case, metric, "transport" if "/" in case else "floor")] = True
             expected[("latency", f"floor@{rate}", metric, None)] = True
             expected[("latency", f"floor-handoff@{rate}", metric, "floor")] = True
+expected[("latency", "coalesced", "window_us", None)] = True
 for metric in ["event_bytes", "nested_bytes", "rounds"]:
     expected[("json", "run", metric, None)] = True
 for row in ["parse-jsonvalue.parse-string", "parse-jsondecoder-struct-data", "nested-jsonvalue.parse-string",

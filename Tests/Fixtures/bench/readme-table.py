@@ -166,12 +166,14 @@ def dialects_table(figures):
 
 def latency_table(figures, rate):
     rows = [f"| {rate:,} events/s | p50 | p99 | p99.9 | max | CPU per event |", "| --- | --- | --- | --- | --- | --- |"]
+    window_figure = find(figures, "latency", "coalesced", "window_us")
+    window = 250 if window_figure is None else f"{window_figure['value']:.0f}"  # runs before the figure existed
     cases = [("floor", "floor: a bare epoll + recv loop"), ("floor-handoff", "floor + a handoff to a second thread"),
              ("transport", "transport alone")]
     for dialect, title in DIALECTS:
         for target in ("default", "inline", "main"):
             cases.append((f"{dialect}/{target}", f"{title}, `{target}` delivery"))
-        cases.append((f"{dialect}/coalesced", f"{title}, `default` delivery, reads coalesced within 250 µs"))
+        cases.append((f"{dialect}/coalesced", f"{title}, `default` delivery, reads coalesced within {window} µs"))
     for case, title in cases:
         values = [find(figures, "latency", f"{case}@{rate}", metric)
                   for metric in ("p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_event")]
