@@ -307,6 +307,8 @@ struct ChaosTests {
         try await chat.subscribed()
         #expect(try await chat.request("sum", [1, 1], timeout: .seconds(5)) == [["sum": 2]])
         #expect(proxy.acceptedCount == 5, "\(proxy.records)")
+        // connect() returns on the state; its observers report the reconnects on the delivery queue.
+        #expect(await eventually { watch.reconnects >= 4 })
         #expect(watch.reconnects == 4)
         // Each broken attempt ended with a typed failure during open; the stalled one by the connect timeout.
         let failures = transport.closures.withLock { $0 }.prefix(4).map { closure -> String in

@@ -123,10 +123,14 @@ struct HostileServerTests {
         print("welcome-then-violate \(kind): \(server.connections) connections; \(error.message)")
         #expect(error.code == .sessionFailed)
         #expect(error.message.contains("3 reconnect attempts"))
+        // The server's "connection" lines come through a pipe, behind what the session saw.
+        await pusherWait("the server's fourth connection line") { server.connections >= 4 }
         #expect(server.connections == 4)  // the first connection and three attempts, then no more
         try await Task.sleep(for: .milliseconds(300))
         #expect(server.connections == 4)
         // Each broken connection reached onError with its typed cause, then the session's own failure.
+        // onError runs after the state changed: wait for the last report.
+        await pusherWait("the session's failure reported") { reported.withLock { $0 }.last == .sessionFailed }
         let codes = reported.withLock { $0 }
         print("welcome-then-violate \(kind): errors reported \(codes.map(\.rawValue))")
         #expect(codes.last == .sessionFailed)
@@ -152,8 +156,10 @@ struct HostileServerTests {
     func plainTCPToTLS() async throws {
         let server = try await HostileServer.start("plain-http")
         defer { server.stop() }
+        // 5 s, not 2: a python server slow to answer on a loaded machine must not turn the TLS failure into a
+        // bare timeout.
         let session = RealtimeSession(dialect: .actionCable(url: URL(string: "wss://127.0.0.1:\(server.port)/cable")!),
-                                      options: SessionOptions(connectTimeout: .seconds(2), connectCallTimeout: .seconds(2)))
+                                      options: SessionOptions(connectTimeout: .seconds(5), connectCallTimeout: .seconds(5)))
         let reported = Locked<[RealtimeError]>([])
         session.onError { error in reported.withLock { $0.append(error) } }
         do {
@@ -165,6 +171,8 @@ struct HostileServerTests {
             #expect(error.context.detail?.contains(RealtimeError.Code.tlsFailed.rawValue) == true)
         }
         session.disconnect()
+        // connect() throws on its own timer; onError reports on the delivery queue.
+        await pusherWait("the TLS failure reported") { !reported.withLock { $0 }.isEmpty }
         #expect(reported.withLock { $0 }.first?.code == .tlsFailed)
     }
 
@@ -176,9 +184,11 @@ struct HostileServerTests {
         defer { server.stop() }
         let policy = ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 1, maximumDelay: .milliseconds(100),
                                      jitter: .none)
+        // 3 s per attempt, not 1: a python server slow to answer on a loaded machine must not turn the
+        // expected failure into a timeout; an attempt on "silent" still times out within the 6 s call.
         let session = session(server, policy: policy) {
-            $0.connectTimeout = .seconds(1)
-            $0.connectCallTimeout = .seconds(3)
+            $0.connectTimeout = .seconds(3)
+            $0.connectCallTimeout = .seconds(6)
         }
         let errors = Locked<[RealtimeError]>([])
         session.onError { error in errors.withLock { $0.append(error) } }
@@ -188,6 +198,8 @@ struct HostileServerTests {
             Issue.record("connected to a server in mode \(mode)")
         } catch let error as RealtimeError {
             let waited = ContinuousClock.now - started
+            // connect() throws on its own timer; onError reports on the delivery queue.
+            await pusherWait("an error reported") { !errors.withLock { $0 }.isEmpty }
             let seen = errors.withLock { $0 }
             print("\(mode): connect() threw after \(waited): \(error); \(seen.count) errors reported, first: "
                   + (seen.first.map(String.init(describing:)) ?? "none"))
@@ -198,6 +210,7 @@ struct HostileServerTests {
             #expect(waited < .seconds(10))
         }
         session.disconnect()
+        await pusherWait("the server's connection line") { server.connections >= 1 }
         #expect(server.connections >= 1)
     }
 }

@@ -173,6 +173,8 @@ struct ProxyTests {
         let log = FakeEventLog(room, "greet")
         try await session.connect()
         _ = try await room.subscribed()
+        // The endpoint's log line may reach the test after its answer reached the session.
+        await pusherWait("the endpoint's log line", seconds: 20) { !app.authRequests.isEmpty }
         #expect(app.authRequests.map(\.channel) == ["private-proxied"])
         #expect(tinyproxy.connectRequests(to: authPort) == 1, "\(tinyproxy.log)")
         #expect(tinyproxy.connectRequests(to: server.wsPort) == 1, "\(tinyproxy.log)")
@@ -369,6 +371,8 @@ struct ProxyTests {
             try await session.connect()
             try await chat.subscribed()
             #expect(try await chat.request("sum", [20, 22], timeout: .seconds(10)) == [["sum": 42]])
+            // The proxy's report of a request may trail the tunnel it opened.
+            _ = await fakeEventually(seconds: 20) { !proxy.requests.isEmpty }
             let requests = proxy.requests
             #expect(!requests.isEmpty)
             #expect(requests.allSatisfy {

@@ -117,6 +117,8 @@ struct PusherEmbeddedServerTests {
             return client.channels.contains("private-room") && client.userID == "9"
                 && client.channels.contains("#server-to-user-9")
         }
+        // The server records the channel before its confirmation reaches the session.
+        await pusherWait("room re-joined") { room.state == .subscribed(recovered: nil) }
         #expect(room.state == .subscribed(recovered: nil))
     }
 

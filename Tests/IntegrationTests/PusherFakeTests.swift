@@ -229,6 +229,11 @@ struct PusherFakeTests {
             #expect(try aliceRoster.member(id: "bob")?.info(as: Via.self) == Via(via: "endpoint"))
             await pusherWait("bob's arrival handled", seconds: Self.wait) { !joined.withLock { $0 }.isEmpty }
             #expect(joined.withLock { $0 } == [PresenceMember(id: "bob", info: ["via": "endpoint"])])
+            // Member handlers run just before the event's own handlers: wait for the app's log too, or the
+            // removal below can come first and drop bob's member_added from it.
+            await pusherWait("bob's member_added logged", seconds: Self.wait) {
+                !changes.data("pusher:member_added").isEmpty
+            }
 
             // The app clears its handlers: its own log stops, the roster and its member handlers go on.
             alice.removeAllHandlers()

@@ -144,6 +144,8 @@ struct SocketIOEmbeddedServerTests {
         #expect(refused?.code == .invalidArgument)
         try await Task.sleep(for: .milliseconds(300))
         #expect(session.state == .connected)   // no close 1002, no reconnect loop
+        // onError runs on the delivery queue, not in step with subscribed() throwing.
+        #expect(await eventually { errors.withLock { $0 }.count >= 2 })
         #expect(errors.withLock { $0.map(\.code) } == [.invalidArgument, .invalidArgument])  // "/" and "/chat"
         session.disconnect()
     }

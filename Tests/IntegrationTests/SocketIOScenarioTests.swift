@@ -287,6 +287,10 @@ struct SocketIOScenarioTests {
             client.session.connectionID != nil && client.session.connectionID != firstID
                 && chat.state == .subscribed(recovered: nil)
         })
+        // State observers run on the delivery queue, after the state read above.
+        #expect(await eventually {
+            client.states.withLock { $0 }.contains { if case .reconnecting = $0 { true } else { false } }
+        })
         let reasons = client.states.withLock { $0 }.compactMap { state -> DisconnectReason? in
             if case .reconnecting(_, _, let reason) = state { reason } else { nil }
         }
@@ -304,7 +308,9 @@ struct SocketIOScenarioTests {
         #expect(confirmations.map(\.isResubscription) == [false, true])
         #expect(confirmations.allSatisfy { $0.serverPayload?["sid"]?.stringValue?.isEmpty == false })
         #expect(confirmations.first?.serverPayload?["sid"] != confirmations.last?.serverPayload?["sid"])
-        // Both namespaces joined again, each after asking the auth provider again.
+        // Both namespaces joined again, each after asking the auth provider again. Each namespace's provider
+        // runs in its own task, so "/chat" may be confirmed before "/" asked.
+        #expect(await eventually { tokens.withLock { $0 }.count >= 4 })
         #expect(tokens.withLock { $0 }.sorted() == ["/", "/", "/chat", "/chat"])
         #expect(try await chat.request("sum", [3, 4]) == [["sum": 7]])
         #expect(await client.events.wait(for: "welcome", count: 4))
