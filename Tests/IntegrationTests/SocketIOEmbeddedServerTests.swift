@@ -204,7 +204,7 @@ struct SocketIOEmbeddedServerTests {
     }
 
     @Test func heartbeatAndSilenceOnTheEmbeddedServer() async throws {
-        // pingTimeout above pingInterval, as in the python fixture's 1 s / 2 s: a late deadline of an old
+        // pingTimeout above pingInterval, as in the python fixture's 1 s / 3 s: a late deadline of an old
         // ping must not drop a client that answered the newer one.
         let server = try makeFixtureLikeServer(configuration: .init(pingInterval: .milliseconds(400),
                                                                     pingTimeout: .milliseconds(800)))

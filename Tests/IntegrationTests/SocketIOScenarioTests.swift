@@ -334,7 +334,7 @@ struct SocketIOScenarioTests {
             #expect(await eventually(timeout: .seconds(8)) {
                 client.states.withLock { $0 }.contains { if case .reconnecting = $0 { true } else { false } }
             })
-            // Dead after pingInterval + pingTimeout (3 s) of silence counted from the last ping, which came
+            // Dead after pingInterval + pingTimeout (4 s) of silence counted from the last ping, which came
             // at most 1 s before the server went silent: the 8 s bound above rules out the 45 s default.
             print("socket.io silent server (\(carrier)): detected after \(ContinuousClock.now - silencedAt)")
             #expect(await eventually(timeout: .seconds(10)) {
