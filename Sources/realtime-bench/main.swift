@@ -5,32 +5,20 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let suite = arguments.first ?? "all"
 let rest = Array(arguments.dropFirst())
 
+/// The suites in the order `all` runs them.
+let suites: [(name: String, run: ([String]) async throws -> Void)] = [
+    ("json", JSONBenchmark.run), ("session", SessionBenchmark.run), ("transport", TransportBenchmark.run),
+    ("dialects", DialectsBenchmark.run), ("latency", LatencyBenchmark.run), ("scale", ScaleBenchmark.run),
+]
+let chosen = suite == "all" ? suites : suites.filter { $0.name == suite }
+guard !chosen.isEmpty else {
+    let names = (suites.map(\.name) + ["all"]).joined(separator: "|")
+    FileHandle.standardError.write(Data("usage: realtime-bench [\(names)]\n".utf8))
+    exit(2)
+}
 // A failure (a bad option, a peer that did not start) is one line on stderr, not a crash report.
 do {
-    switch suite {
-    case "json":
-        try await JSONBenchmark.run(arguments: rest)
-    case "transport":
-        try await TransportBenchmark.run(arguments: rest)
-    case "session":
-        try await SessionBenchmark.run(arguments: rest)
-    case "dialects":
-        try await DialectsBenchmark.run(arguments: rest)
-    case "latency":
-        try await LatencyBenchmark.run(arguments: rest)
-    case "scale":
-        try await ScaleBenchmark.run(arguments: rest)
-    case "all":
-        try await JSONBenchmark.run(arguments: rest)
-        try await SessionBenchmark.run(arguments: rest)
-        try await TransportBenchmark.run(arguments: rest)
-        try await DialectsBenchmark.run(arguments: rest)
-        try await LatencyBenchmark.run(arguments: rest)
-        try await ScaleBenchmark.run(arguments: rest)
-    default:
-        FileHandle.standardError.write(Data("usage: realtime-bench [json|session|transport|dialects|latency|scale|all]\n".utf8))
-        exit(2)
-    }
+    for entry in chosen { try await entry.run(rest) }
 } catch {
     FileHandle.standardError.write(Data("realtime-bench \(suite): \(error)\n".utf8))
     exit(1)

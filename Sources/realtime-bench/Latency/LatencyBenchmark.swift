@@ -76,10 +76,12 @@ enum LatencyBenchmark {
             }
             return target
         }) ?? Target.allCases
-        let windowText = BenchOptions.string("--window", in: arguments)
-        let windowMicroseconds = windowText.map { Int($0) ?? 0 } ?? Target.defaultCoalescingWindowMicroseconds
-        guard windowMicroseconds > 0 else {
-            throw BenchmarkFailure("--window takes a positive number of microseconds, not \(windowText ?? "")")
+        var windowMicroseconds = Target.defaultCoalescingWindowMicroseconds
+        if let text = BenchOptions.string("--window", in: arguments) {
+            guard let value = Int(text), value > 0 else {
+                throw BenchmarkFailure("--window takes a positive number of microseconds, not \(text)")
+            }
+            windowMicroseconds = value
         }
         let window = Duration.microseconds(windowMicroseconds)
         out.figure("latency", "coalesced", "window_us", Double(windowMicroseconds))

@@ -124,6 +124,14 @@ for problem in problems:
 print(f"bench smoke: {count} figures read, {len(problems)} problems")
 sys.exit(1 if problems else 0)
 EOF
+# A bad option is one clear line and exit 1, not a crash report.
+if message=$("$bench" latency --window abc 2>&1); then
+    echo "bench smoke: latency --window abc did not fail"
+    status=1
+elif [ "$message" != "realtime-bench latency: --window takes a positive number of microseconds, not abc" ]; then
+    echo "bench smoke: latency --window abc said: $message"
+    status=1
+fi
 # The README's tables are made from this output by readme-table.py: check that it still reads it.
 if python3 Tests/Fixtures/bench/readme-table.py "$out" >"$out/tables.md" 2>&1 \
         && [ "$(grep -c '^| \(Socket.IO\|Pusher\|Action Cable\)' "$out/tables.md")" -ge 6 ] \
