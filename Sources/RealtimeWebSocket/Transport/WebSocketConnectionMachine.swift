@@ -87,14 +87,14 @@ struct WebSocketConnectionMachine {
         var reason: String
     }
 
-    private(set) var phase: Phase = .connecting
+    private(set) var phase: Phase = .connecting { didSet { isEnding = ending != nil && phase != .finished } }
     private var upgrade: Upgrade
     private var codec: WebSocketCodec
     private let options: ChannelOptions
     /// Set when this side started the close handshake.
     private(set) var localClose: CloseRequest?
     /// How the connection ends, decided in the middle of a read and carried out after its messages.
-    private var ending: TransportClosure?
+    private var ending: TransportClosure? { didSet { isEnding = ending != nil && phase != .finished } }
     /// Messages of the current read, delivered as one batch by ``readFinished(into:)``.
     private var received: [TransportFrame] = []
     /// Reused for the codec's events.
@@ -104,9 +104,13 @@ struct WebSocketConnectionMachine {
     private(set) var bytesQueuedBeforeOpen = 0
     private var pingsBeforeOpen: [UInt64] = []
     private var readingPaused = false
-    private var startDeadline: UInt64?
-    private var closeDeadline: UInt64?
-    private var pingDeadlines: [UInt64: UInt64] = [:]
+    private var startDeadline: UInt64? { didSet { updateNextDeadline() } }
+    private var closeDeadline: UInt64? { didSet { updateNextDeadline() } }
+    private var pingDeadlines: [UInt64: UInt64] = [:] { didSet { updateNextDeadline() } }
+    /// The earliest time the driver must call ``timerFired(now:into:)``, if any. Stored, not computed:
+    /// the driver reads it after every input, and a computed getter on the driver's stored machine made
+    /// Swift copy the whole machine for each read.
+    private(set) var nextDeadline: UInt64?
 
     init(upgrade: Upgrade, options: ChannelOptions, codec: WebSocketCodec? = nil) {
         self.upgrade = upgrade
@@ -117,17 +121,17 @@ struct WebSocketConnectionMachine {
         }
     }
 
-    /// The earliest time the driver must call ``timerFired(now:into:)``, if any.
-    var nextDeadline: UInt64? {
+    private mutating func updateNextDeadline() {
         func earlier(_ first: UInt64?, _ second: UInt64) -> UInt64 { first.map { min($0, second) } ?? second }
         var earliest = startDeadline
         if let closeDeadline { earliest = earlier(earliest, closeDeadline) }
         for deadline in pingDeadlines.values { earliest = earlier(earliest, deadline) }
-        return earliest
+        nextDeadline = earliest
     }
 
     /// `true` once a read revealed the end and the machine waits for ``finishEnding(after:into:)``.
-    var isEnding: Bool { ending != nil && phase != .finished }
+    /// Stored for the same reason as ``nextDeadline``.
+    private(set) var isEnding = false
 
     var isFinished: Bool { phase == .finished }
 
