@@ -10,8 +10,9 @@ public struct ChatConnection: Sendable {
     public let backend: String
     public let session: RealtimeSession
     public let room: RealtimeChannel
-    /// The events that carry chat messages here. Action Cable names every broadcast `message`; Pusher and Bird
-    /// deliver what another client sent as a `client-` event.
+    /// The events that carry chat messages here. Action Cable names a broadcast by its `event`, `type` or
+    /// `action` key, else `message` (the chat server's case); Pusher and Bird deliver what another client
+    /// sent as a `client-` event.
     public let messageEvents: [String]
     /// The event that says a member joined, where the protocol has presence.
     public let memberJoinedEvent: String?
@@ -39,7 +40,7 @@ public struct ChatConnection: Sendable {
         let session = RealtimeSession(dialect: dialect, options: options)
         return ChatConnection(backend: dialect.vendor == .bird ? "Bird" : "Pusher", session: session,
                               room: session.channel(ChannelID(room)), messageEvents: ["message", "client-message"],
-                              memberJoinedEvent: dialect.vendor.systemPrefix + "member_added") { room, message in
+                              memberJoinedEvent: dialect.vendor.events.memberAdded) { room, message in
             try await room.send("client-message", encoding: message)
         }
     }

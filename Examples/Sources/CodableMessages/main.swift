@@ -3,7 +3,7 @@ import Realtime
 import RealtimeSocketIOTesting
 import RealtimeTesting
 
-// Typed payloads end to end, against the embedded Socket.IO server of RealtimeTesting:
+// Typed payloads end to end, against the embedded Socket.IO server of RealtimeSocketIOTesting:
 // - `send(_:encoding:)` sends an Encodable value as the event's argument;
 // - `request` waits for the server's acknowledgement, whose argument decodes with `JSONValue.decode`;
 // - `RealtimeEvent.decode(_:decoder:)` turns a received event into a Decodable value, here with a decoder

@@ -4,7 +4,7 @@ import RealtimeActionCableTesting
 import RealtimeTesting
 
 // Events, connection states and errors as async sequences, against the embedded Action Cable server of
-// RealtimeTesting over a real socket. Each sequence is backed by a handler that is removed when its loop ends.
+// RealtimeActionCableTesting over a real socket. Each sequence is backed by a handler that is removed when its loop ends.
 // Exit 0 when the ticks arrived in order and the states went initialized → connecting → connected.
 //
 //   swift run EventStreams

@@ -6,9 +6,10 @@ import RealtimePusherTesting
 import RealtimeSocketIOTesting
 import RealtimeTesting
 
-// ChatKit's handlers, unchanged, against the embedded Socket.IO, Pusher, Bird and Action Cable servers of
-// RealtimeTesting. On each backend two users join the room; the server says hello, alice posts a message, and
-// both transcripts must show what the other side did. Exit 0 when every backend passed.
+// ChatKit's handlers, unchanged, against the embedded Socket.IO, Pusher, Bird and Action Cable servers of the
+// per-dialect test kits (RealtimeSocketIOTesting, RealtimePusherTesting, RealtimeActionCableTesting). On each
+// backend two users join the room; the server says hello, alice posts a message, and both transcripts must
+// show what the other side did. Exit 0 when every backend passed.
 //
 //   swift run FourBackendChat
 

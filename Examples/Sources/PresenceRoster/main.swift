@@ -4,7 +4,7 @@ import RealtimePusherTesting
 import RealtimeTesting
 
 // Who is in a Pusher presence channel, kept up to date, against the embedded PusherTestServer of
-// RealtimeTesting. Alice watches the roster while bob and carol join and carol leaves.
+// RealtimePusherTesting. Alice watches the roster while bob and carol join and carol leaves.
 // Exit 0 when alice's roster ends with alice and bob, and she is `me`.
 //
 //   swift run PresenceRoster
