@@ -156,7 +156,7 @@ public struct ActionCableDialect: RealtimeDialect {
                 } catch let error as RealtimeError {
                     throw error
                 } catch {
-                    throw RealtimeError(.operationFailed, "the Action Cable auth provider threw",
+                    throw RealtimeError(.operationFailed, "the Action Cable auth provider threw: \(error)",
                                         context: .init(detail: String(describing: error)))
                 }
             }

@@ -14,7 +14,8 @@ let usage = """
       serve   <socketio|pusher|bird|actioncable> [--port P] [--json]
                                                      run an embedded server for local development
 
-    `realtime <command> --help` tells more. Exit codes: 0 done, 2 usage, 3 refused or failed, 4 timeout.
+    <url> is optional for pusher and bird (the cloud host of --cluster). `realtime <command> --help` tells more.
+    Exit codes: 0 done, 1 a demo step failed, 2 usage, 3 refused or failed, 4 timeout, 130 Ctrl-C, 143 SIGTERM.
     """
 
 let words = Array(CommandLine.arguments.dropFirst())
@@ -45,7 +46,7 @@ do {
     }
     exit(code.rawValue)
 } catch let error as UsageError {
-    printError("realtime \(command ?? ""): \(error)\n(see realtime \(command ?? "") --help)")
+    printError("realtime \(command ?? ""): \(error) (see realtime \(command ?? "") --help)")
     exit(ExitCode.usage.rawValue)
 } catch let error as RealtimeError {
     printError("realtime \(command ?? ""): \(error)")

@@ -119,14 +119,17 @@ struct CLIServeTests {
         #expect(closures.withLock { $0.map(\.kind) } == [.closedByPeer(code: 1000, reason: "client disconnect")])
     }
 
-    @Test("nothing listening: the session keeps retrying and --timeout exits 4, naming the unconfirmed channel")
+    @Test("nothing listening: the session keeps retrying and --timeout exits 4, saying it never connected and why")
     func nothingListening() async throws {
         let run = try await runCLI(["listen", "socketio", "http://127.0.0.1:1", "--json", "--timeout", "2"])
         #expect(run.status == 4, "\(run.transcript)")
         #expect(run.lines.first == CLILine.connecting, "\(run.transcript)")
         #expect(!run.lines.contains { $0.contains(#""subscribed""#) }, "\(run.transcript)")
-        #expect(run.lines.last == CLILine.error("timed-out", "timed out after 2 s: the server never confirmed /"),
-                "\(run.transcript)")
+        let last = try JSONValue.parse(run.lines.last ?? "")
+        #expect(last["code"]?.stringValue == "timed-out", "\(run.transcript)")
+        let message = last["message"]?.stringValue ?? ""
+        #expect(message.hasPrefix("timed out after 2 s: never connected (last attempt: "), "\(run.transcript)")
+        #expect(message.contains("127.0.0.1:1"), "\(run.transcript)")
     }
 
     @Test("a 4xx answer to the Socket.IO upgrade or polling handshake fails at once with exit 3, as for the other dialects")
@@ -179,14 +182,18 @@ struct CLIServeTests {
         #expect(run.lines.isEmpty, "\(run.transcript)")
     }
 
-    @Test("an option of another dialect, or a stray word, exits 2 naming it", arguments: [
+    @Test("an option of another dialect, a stray word or a plain url to a remote host exits 2 naming it", arguments: [
         (["listen", "socketio", "http://127.0.0.1:1", "--key", "x"], "--key is for pusher and bird, not socketio"),
         (["send", "actioncable", "ws://127.0.0.1:1/cable", "--channel", "C", "--event", "e", "--auth", "{}"],
          "--auth is for socketio, not actioncable"),
         (["listen", "bird", "ws://127.0.0.1:1", "--key", "k", "--channel", "c", "--encryption-master-key", "x"],
          "--encryption-master-key is for pusher, not bird"),
         (["serve", "actioncable", "--namespace", "/x"], "--namespace is for socketio, not actioncable"),
-        (["demo", "extra"], "unexpected extra"),
+        (["demo", "extra"], "unexpected argument extra"),
+        (["listen", "socketio", "http://192.0.2.1:80"],
+         "http://192.0.2.1:80 is not encrypted and 192.0.2.1 is not this machine: use https:// or wss://, or pass --insecure"),
+        (["listen", "pusher", "ws://192.0.2.1:80/app/k", "--channel", "c"],
+         "ws://192.0.2.1:80/app/k is not encrypted and 192.0.2.1 is not this machine: use wss://, or pass --insecure"),
     ])
     func foreignOptions(arguments: [String], message: String) async throws {
         let run = try await runCLI(arguments)

@@ -321,7 +321,7 @@ struct SessionEngineTests {
         harness.session.start()
         #expect(harness.session.state == .connecting)
         harness.clock.advance(by: .seconds(3))
-        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: .failure(RealtimeError(.connectTimedOut, "no connection within 3.0 seconds"))))
+        #expect(harness.session.state == .reconnecting(attempt: 1, delay: .seconds(1), reason: .failure(RealtimeError(.connectTimedOut, "no connection within 3 s"))))
         #expect(harness.peers[0].phase == .closed)
     }
 

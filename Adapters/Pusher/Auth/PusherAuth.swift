@@ -74,7 +74,7 @@ public enum PusherAuth: Sendable {
             } catch let error as RealtimeError {
                 throw error
             } catch {
-                throw RealtimeError(.operationFailed, "the \(request.vendor.name) authorizer threw",
+                throw RealtimeError(.operationFailed, "the \(request.vendor.name) auth provider threw: \(error)",
                                     context: .init(channel: request.channel.map { ChannelID($0) },
                                                    detail: String(describing: error)))
             }

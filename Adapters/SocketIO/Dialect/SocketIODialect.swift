@@ -130,8 +130,7 @@ public struct SocketIODialect: RealtimeDialect {
         let websocket = initialTransport == .websocket
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
               let scheme = components.scheme?.lowercased(), components.host?.isEmpty == false else {
-            throw RealtimeError(.invalidArgument, "Socket.IO URL needs a scheme and a host",
-                                context: .init(detail: url.absoluteString))
+            throw RealtimeError(.invalidArgument, "the Socket.IO URL \(url.absoluteString) needs a scheme and a host")
         }
         let secure: Bool
         switch scheme {

@@ -38,7 +38,7 @@ extension ProxyConfiguration {
                                 context: .init(detail: url.absoluteString))
         }
         guard var host = url.host?.lowercased(), !host.isEmpty else {
-            throw RealtimeError(.invalidArgument, "the URL has no host", context: .init(detail: url.absoluteString))
+            throw RealtimeError(.invalidArgument, "the URL \(url.absoluteString) has no host")
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if host.hasSuffix("."), host.count > 1 { host.removeLast() }

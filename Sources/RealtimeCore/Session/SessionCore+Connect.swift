@@ -111,7 +111,7 @@ extension SessionCore {
 
     /// No connection within `connectTimeout`: the attempt fails like one the transport gave up on.
     mutating func handshakeTimedOut(effects: inout [EngineEffect]) {
-        let error = RealtimeError(.connectTimedOut, "no connection within \(connectTimeout)")
+        let error = RealtimeError(.connectTimedOut, "no connection within \(connectTimeout.secondsText)")
         switch phase {
         case .idle, .open(_, true):
             return

@@ -182,7 +182,7 @@ extension SessionCore {
 
     mutating func sendDeadlinePassed(_ operation: OperationID, effects: inout [EngineEffect]) {
         guard let channel = channels.removeBufferedSend(operation) else { return }
-        let error = RealtimeError(.timedOut, "the send waited \(sendTimeout) without a connection",
+        let error = RealtimeError(.timedOut, "the send waited \(sendTimeout.secondsText) without a connection",
                                   context: .init(channel: channel))
         effects.append(.answer(.failed(operation, error)))
     }

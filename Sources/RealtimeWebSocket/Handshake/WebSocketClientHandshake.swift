@@ -79,7 +79,7 @@ package struct WebSocketClientHandshake: Sendable {
                                 context: .init(detail: url.absoluteString))
         }
         guard let host = url.host, !host.isEmpty else {
-            throw RealtimeError(.invalidArgument, "WebSocket URL has no host", context: .init(detail: url.absoluteString))
+            throw RealtimeError(.invalidArgument, "the URL \(url.absoluteString) has no host")
         }
         guard key.count == 16 else {
             throw RealtimeError(.invalidArgument, "Sec-WebSocket-Key must be made from 16 bytes, not \(key.count)")

@@ -80,7 +80,7 @@ final class TunnelHTTPClient: HTTPClient {
             throw RealtimeError(.invalidArgument, "an HTTP request needs an http or https URL", context: .init(detail: url.absoluteString))
         }
         guard var host = url.host, !host.isEmpty else {
-            throw RealtimeError(.invalidArgument, "the URL has no host", context: .init(detail: url.absoluteString))
+            throw RealtimeError(.invalidArgument, "the URL \(url.absoluteString) has no host")
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let secure = scheme == "https"

@@ -89,7 +89,7 @@ package final class AEADOpener {
     /// Replaces the key (a TLS KeyUpdate).
     package func rekey(_ key: UnsafeRawBufferPointer) throws(RealtimeError) {
         guard key.count == algorithm.keyLength, let raw = key.baseAddress else {
-            throw RealtimeError(.tlsFailed, "an AEAD key of the wrong length",
+            throw RealtimeError(.tlsFailed, "the TLS read key has the wrong length",
                                 context: .init(detail: "\(key.count) bytes for \(algorithm)"))
         }
         let bytes = raw.assumingMemoryBound(to: UInt8.self)
@@ -103,7 +103,7 @@ package final class AEADOpener {
             let wideKey = wideKey ?? .allocate(capacity: 1)
             self.wideKey = wideKey
             guard realtime_gcm_init(wideKey, bytes, key.count) == 1 else {
-                throw RealtimeError(.tlsFailed, "the wide AES-GCM path refused the key")
+                throw RealtimeError(.tlsFailed, "the direct decryption optimization could not install the TLS read key (AES-GCM)")
             }
             #endif
         }

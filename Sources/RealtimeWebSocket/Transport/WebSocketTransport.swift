@@ -196,7 +196,7 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding, C
             throw RealtimeError(.invalidArgument, "a WebSocket URL must use ws, wss, http or https: \(url.absoluteString)")
         }
         guard var host = url.host, !host.isEmpty else {
-            throw RealtimeError(.invalidArgument, "the URL has no host: \(url.absoluteString)")
+            throw RealtimeError(.invalidArgument, "the URL \(url.absoluteString) has no host")
         }
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let secure = scheme == "wss" || scheme == "https"

@@ -66,6 +66,8 @@ final class CommandSession: Sendable {
     let finisher: Finisher
     let queue = DispatchQueue(label: "realtime.cli.delivery")
     private let announced = Locked<Set<ChannelID>>([])
+    /// Whether the session ever connected, and why its last attempt ended: a timeout then names the cause.
+    private let link = Locked<(everConnected: Bool, lastReason: DisconnectReason?)>((false, nil))
 
     init(dialect: some RealtimeDialect, channels ids: [ChannelID], output: Output, verbose: Bool) {
         var options = SessionOptions(delivery: .queue(queue))
@@ -80,7 +82,12 @@ final class CommandSession: Sendable {
         self.channels = channels
         self.output = output
         self.finisher = finisher
-        session.onStateChange { old, new in output.state(from: old, to: new) }
+        let link = link
+        session.onStateChange { old, new in
+            output.state(from: old, to: new)
+            if new.isConnected { link.withLock { $0.everConnected = true } }
+            if case .reconnecting(_, _, let reason) = new { link.withLock { $0.lastReason = reason } }
+        }
         session.onError { [weak session] error in
             output.error(error)
             // A refused channel or a failed session ends the command: nothing more will come.
@@ -132,8 +139,14 @@ final class CommandSession: Sendable {
                 let unconfirmed = self.channels.map(\.id).filter { !confirmed.contains($0) }
                 let ending = unconfirmed.isEmpty ? code : .timedOut
                 if ending == .timedOut, !self.finisher.isFinished {
-                    let what = unconfirmed.isEmpty ? awaited()
-                        : "the server never confirmed " + unconfirmed.map(\.description).joined(separator: ", ")
+                    let (everConnected, lastReason) = self.link.withLock { $0 }
+                    let what = if !everConnected {
+                        "never connected" + (lastReason.map { " (last attempt: \($0))" } ?? "")
+                    } else if unconfirmed.isEmpty {
+                        awaited()
+                    } else {
+                        "the server never confirmed " + unconfirmed.map(\.description).joined(separator: ", ")
+                    }
                     self.output.error(RealtimeError(.timedOut, "timed out after \(limit.secondsText)"
                                                     + (what.map { ": " + $0 } ?? "")))
                 }

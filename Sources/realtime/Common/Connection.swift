@@ -84,10 +84,10 @@ enum ConnectionOptions {
         case .socketio:
             return (names.isEmpty ? ["/"] : names).map { name in ChannelID(name.hasPrefix("/") ? name : "/" + name) }
         case .pusher, .bird:
-            guard !names.isEmpty else { throw UsageError("\(dialect.rawValue) needs at least one --channel") }
+            guard !names.isEmpty else { throw UsageError("\(dialect.rawValue) needs --channel C") }
             return names.map { ChannelID($0) }
         case .actioncable:
-            guard !names.isEmpty else { throw UsageError("actioncable needs at least one --channel") }
+            guard !names.isEmpty else { throw UsageError("actioncable needs --channel C") }
             var shared: [String: JSONValue] = [:]
             for item in arguments.all("param") {
                 guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
@@ -118,7 +118,7 @@ enum ConnectionOptions {
         let insecure = arguments.flag("insecure")
         switch dialect {
         case .socketio:
-            let url = try requireURL(text, schemes: ["http", "https", "ws", "wss"])
+            let url = try requireURL(text, schemes: ["http", "https", "ws", "wss"], insecure: insecure)
             let transports: [SocketIODialect.Transport]
             switch arguments.value("transport") ?? "websocket" {
             case "websocket": transports = [.websocket]
@@ -136,7 +136,7 @@ enum ConnectionOptions {
             return SocketIODialect(url: url, auth: auth, headers: headers, transports: transports,
                                    defaultNamespaces: [], allowsInsecureTransportToRemoteHosts: insecure)
         case .actioncable:
-            let url = try requireURL(text, schemes: ["ws", "wss", "http", "https"])
+            let url = try requireURL(text, schemes: ["ws", "wss", "http", "https"], insecure: insecure)
             let keys = arguments.all("event-key")
             return ActionCableDialect.actionCable(url: url, headers: headers, origin: arguments.value("origin"),
                                                   eventNameKeys: keys.isEmpty ? ActionCableDialect.defaultEventNameKeys
@@ -147,11 +147,16 @@ enum ConnectionOptions {
         }
     }
 
-    private static func requireURL(_ text: String?, schemes: Set<String>) throws -> URL {
+    /// Refuses here (exit 2, naming the flag) a plain url to a remote host that the transport would refuse later.
+    private static func requireURL(_ text: String?, schemes: Set<String>, insecure: Bool) throws -> URL {
         guard let text else { throw UsageError("a server url is needed") }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), schemes.contains(scheme),
-              url.host != nil else {
+              let host = url.host else {
             throw UsageError("\(text) is not a \(schemes.sorted().joined(separator: "/")) url")
+        }
+        if !insecure, scheme == "ws" || scheme == "http", !Loopback.contains(host: host) {
+            let secure = schemes.contains("https") ? "https:// or wss://" : "wss://"
+            throw UsageError("\(text) is not encrypted and \(host) is not this machine: use \(secure), or pass --insecure")
         }
         return url
     }
@@ -164,7 +169,7 @@ enum ConnectionOptions {
         var tls: Bool?
         var keyInURL: String?
         if let text {
-            let url = try requireURL(text, schemes: ["ws", "wss"])
+            let url = try requireURL(text, schemes: ["ws", "wss"], insecure: arguments.flag("insecure"))
             host = url.host
             port = url.port
             tls = url.scheme?.lowercased() == "wss"

@@ -26,7 +26,7 @@ enum DemoCommand {
             return .done
         }
         guard arguments.positional.isEmpty else {
-            throw UsageError("unexpected \(arguments.positional.joined(separator: " ")) (one backend: --dialect D)")
+            throw UsageError("unexpected argument \(arguments.positional.joined(separator: " ")) (one backend: --dialect D)")
         }
         let kinds = try arguments.value("dialect").map { [try DialectKind($0)] } ?? DialectKind.allCases
         let log = DemoLog()

@@ -39,10 +39,10 @@ enum ListenCommand {
             print(help)
             return .done
         }
-        guard let dialectWord = arguments.positional.first else { throw UsageError("listen needs a dialect") }
+        guard let dialectWord = arguments.positional.first else { throw UsageError("a dialect is needed: socketio, pusher, bird or actioncable") }
         let dialect = try DialectKind(dialectWord)
         guard arguments.positional.count <= 2 else {
-            throw UsageError("unexpected \(arguments.positional.dropFirst(2).joined(separator: " "))")
+            throw UsageError("unexpected argument \(arguments.positional.dropFirst(2).joined(separator: " "))")
         }
         let made = try ConnectionOptions.makeDialect(dialect, url: arguments.positional.dropFirst().first, arguments)
         let channels = try ConnectionOptions.channels(arguments, dialect: dialect)

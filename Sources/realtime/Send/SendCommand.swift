@@ -37,10 +37,10 @@ enum SendCommand {
             print(help)
             return .done
         }
-        guard let dialectWord = arguments.positional.first else { throw UsageError("send needs a dialect") }
+        guard let dialectWord = arguments.positional.first else { throw UsageError("a dialect is needed: socketio, pusher, bird or actioncable") }
         let dialect = try DialectKind(dialectWord)
         guard arguments.positional.count <= 2 else {
-            throw UsageError("unexpected \(arguments.positional.dropFirst(2).joined(separator: " "))")
+            throw UsageError("unexpected argument \(arguments.positional.dropFirst(2).joined(separator: " "))")
         }
         guard let event = arguments.value("event"), !event.isEmpty else { throw UsageError("send needs --event") }
         guard arguments.all("channel").count <= 1 else { throw UsageError("send takes one --channel") }

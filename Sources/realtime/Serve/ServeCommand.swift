@@ -53,9 +53,9 @@ enum ServeCommand {
             print(help)
             return .done
         }
-        guard let word = arguments.positional.first else { throw UsageError("serve needs a dialect") }
+        guard let word = arguments.positional.first else { throw UsageError("a dialect is needed: socketio, pusher, bird or actioncable") }
         guard arguments.positional.count == 1 else {
-            throw UsageError("unexpected \(arguments.positional.dropFirst().joined(separator: " "))")
+            throw UsageError("unexpected argument \(arguments.positional.dropFirst().joined(separator: " "))")
         }
         let dialect = try DialectKind(word)
         try arguments.refuseOptions(notFor: dialect, owners: [
@@ -106,7 +106,7 @@ enum ServeCommand {
                     if output.json {
                         output.emit(["type": "error", "code": "invalid-argument", "message": .string("\(error)")])
                     } else {
-                        printError("\(error)")
+                        printError("realtime serve: \(error)")
                     }
                 }
             }
@@ -160,10 +160,12 @@ extension EmbeddedServer {
             names.append(word)
             remaining = after
         }
-        guard let value = try? JSONValue.parse(String(remaining)) else {
-            throw UsageError("not JSON: \(remaining.trimmingCharacters(in: .whitespaces))  (usage: \(usage))")
+        do {
+            return (names, try JSONValue.parse(String(remaining)))
+        } catch {
+            let text = remaining.trimmingCharacters(in: .whitespaces)
+            throw UsageError("not JSON (\(error.message)): \(text) (usage: \(usage))")
         }
-        return (names, value)
     }
 
     func triggered(_ output: Output, channel: String, event: String?, receivers: Int?) {
