@@ -52,6 +52,19 @@ struct CLISocketIOTests {
         }
     }
 
+    @Test("connected but a namespace never confirmed: --timeout exits 4 naming it")
+    func unconfirmedNamespace() async throws {
+        try await withSocketIOPeer { peer in
+            // The fixture's /slow namespace answers CONNECT only after 30 s.
+            let run = try await runCLI(["listen", "socketio", peer.url.absoluteString, "--channel", "/slow",
+                                        "--json", "--timeout", "2"])
+            #expect(run.status == 4, "\(run.transcript)")
+            #expect(run.lines == [CLILine.connecting, CLILine.connected,
+                                  CLILine.error("timed-out", "timed out after 2 s: the server never confirmed /slow")],
+                    "\(run.transcript)")
+        }
+    }
+
     @Test("--timeout before --count exits 4 after the events that came, saying how many of how many")
     func timeoutBeforeCount() async throws {
         try await withSocketIOPeer { peer in

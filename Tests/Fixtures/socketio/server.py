@@ -23,7 +23,8 @@ import socketio
 from aiohttp import web
 
 VALID_TOKEN = "secret"
-NAMESPACES = ["/", "/chat"]
+# "/slow" answers CONNECT only after 30 s: a client that waits for its confirmation times out first.
+NAMESPACES = ["/", "/chat", "/slow"]
 
 parser = argparse.ArgumentParser()
 parser.add_argument("port", type=int)
@@ -133,6 +134,8 @@ app.router.add_get("/health", health)
 
 def register(ns):
     async def connect(sid, environ, auth):
+        if ns == "/slow":
+            await asyncio.sleep(30)
         token = auth.get("token") if isinstance(auth, dict) else None
         if ns == "/chat" and token != VALID_TOKEN:
             raise socketio.exceptions.ConnectionRefusedError("invalid token")
