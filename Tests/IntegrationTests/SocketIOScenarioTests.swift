@@ -267,6 +267,15 @@ struct SocketIOScenarioTests {
         }
     }
 
+    /// python-engineio queues the close packet, then marks the session closed and answers every later GET
+    /// with HTTP 400 "Session is disconnected": a client whose next long-poll was not already waiting when
+    /// the server closed never receives the packet (seen once in CI), and reconnects after that 400 instead.
+    private static func isEngineIOCloseLostBetweenPolls(_ reason: DisconnectReason) -> Bool {
+        guard case .failure(let error) = reason else { return false }
+        return error.code == .transportFailed && error.context.httpStatus == 400
+            && String(describing: error).contains("Session is disconnected")
+    }
+
     private func reconnectScenario(peer: SocketIOPeer, carrier: SocketIOCarrier, trigger: String) async throws {
         let tokens = Locked<[String]>([])
         let client = SocketIOClient(peer: peer, carrier: carrier, auth: .provider { namespace in
@@ -297,7 +306,9 @@ struct SocketIOScenarioTests {
         print("socket.io \(carrier) \(trigger): reconnecting after \(reasons)")
         #expect(reasons.count >= 1)
         if trigger == "close_engine" {
-            #expect(reasons.first == .serverRequest(reason: "Engine.IO close"))
+            #expect(reasons.first == .serverRequest(reason: "Engine.IO close")
+                    || (carrier == .polling && reasons.first.map(Self.isEngineIOCloseLostBetweenPolls) == true),
+                    "\(reasons)")
         }
         // python-socketio's CONNECT ack carries the namespace's sid; the second one is a resubscription.
         // Lifecycle events arrive on the delivery queue, possibly after the state read above.
