@@ -117,12 +117,15 @@ final class NetworkWebSocketConnection: WebSocketPinging {
     private let state: Locked<State>
     private let handshake: WebSocketClientHandshake
     private let connectTimeout: Duration
+    /// The host a failed lookup or connect was for: the proxy's when there is one (it resolves the server).
+    private let resolvedName: String
 
     init(configuration: WebSocketTransport.Configuration, request: ConnectionRequest,
          handler: @escaping @Sendable (TransportEvent) -> Void) {
         self.configuration = configuration
         self.handler = handler
         connectTimeout = request.connectTimeout
+        resolvedName = configuration.proxy.map { "the proxy \($0.host)" } ?? request.url.host ?? "the host"
         handshake = WebSocketClientHandshake(
             url: request.url, headers: request.headers, subprotocols: request.subprotocols, origin: request.origin,
             key: WebSocketClientHandshake.makeKey(), maximumResponseSize: configuration.maximumHandshakeResponseSize,
@@ -257,7 +260,7 @@ final class NetworkWebSocketConnection: WebSocketPinging {
             drive { $0.streamReady(into: &$1) }
             readNext()
         case .failed(let error), .waiting(let error):
-            let failure = state.withLock { $0.trustFailure } ?? Self.realtimeError(error)
+            let failure = state.withLock { $0.trustFailure } ?? realtimeError(error)
             drive { $0.fail(failure, into: &$1) }
         default:
             break
@@ -275,7 +278,7 @@ final class NetworkWebSocketConnection: WebSocketPinging {
             self.state.withLock { $0.isReading = false }
             if let data, !data.isEmpty { self.received(data) }
             if let error {
-                self.drive { $0.fail(Self.realtimeError(error), into: &$1) }
+                self.drive { $0.fail(self.realtimeError(error), into: &$1) }
             } else if isComplete {
                 self.drive { $0.streamEnded(into: &$1) }
             } else {
@@ -315,20 +318,20 @@ final class NetworkWebSocketConnection: WebSocketPinging {
         connection?.send(content: Data(bytes), completion: .contentProcessed { [weak self] error in
             guard let self else { return }
             self.state.withLock { $0.unsentBytes -= count }
-            if let error { self.queue.async { self.drive { $0.fail(Self.realtimeError(error), into: &$1) } } }
+            if let error { self.queue.async { self.drive { $0.fail(self.realtimeError(error), into: &$1) } } }
         })
     }
 
-    private static func realtimeError(_ error: NWError) -> RealtimeError {
+    private func realtimeError(_ error: NWError) -> RealtimeError {
         switch error {
         case .dns(let code):
-            return RealtimeError(.transportFailed, "could not resolve the host", context: .init(detail: "dns: \(code)"))
+            return RealtimeError(.transportFailed, "could not resolve \(resolvedName)", context: .init(detail: "dns: \(code)"))
         case .tls(let status):
-            return RealtimeError(.tlsFailed, "TLS handshake failed: \(tlsFailureReason(status))",
+            return RealtimeError(.tlsFailed, "TLS handshake failed: \(Self.tlsFailureReason(status))",
                                  context: .init(detail: "OSStatus \(status)"))
         case .posix(let code):
             let name = code == .ECONNREFUSED ? "ECONNREFUSED" : "\(code)"
-            return RealtimeError(.transportFailed, "connection failed: \(code)", context: .init(detail: "connect: \(name)"))
+            return RealtimeError(.transportFailed, "connection to \(resolvedName) failed: \(code)", context: .init(detail: "connect: \(name)"))
         default:
             return RealtimeError(.transportFailed, "connection failed: \(error)")
         }
