@@ -39,6 +39,16 @@ struct CLIServeTests {
         #expect(unanswered.status == 4, "\(unanswered.transcript)")
         #expect(unanswered.lines.last == CLILine.error("timed-out", "timed out after 2 s: no acknowledgement for nothing"),
                 "\(unanswered.transcript)")
+
+        // A mistyped command on standard input says why, and the server carries on.
+        let bad = try JSONValue.parse(await server.command("trigger /chat news {bad") ?? "")
+        let message = bad["message"]?.stringValue ?? ""
+        #expect(bad["type"]?.stringValue == "error", "\(server.process.transcript)")
+        #expect(message.hasPrefix("not JSON (") && message.hasSuffix("): {bad (usage: trigger <namespace> <event> <json>)"),
+                "\(message)")
+        // Receivers are not compared: a client that just exited may not have been seen leaving yet.
+        let next = await server.command(#"trigger /chat news {"n": 4}"#) ?? ""
+        #expect(next.hasPrefix(#"{"type":"triggered","channel":"/chat","event":"news","#), "\(next)")
     }
 
     @Test("serve actioncable: performs of speak and message broadcast to the identifier's stream, and a broadcast typed on stdin")
