@@ -87,14 +87,14 @@ struct WebSocketConnectionMachine {
         var reason: String
     }
 
-    private(set) var phase: Phase = .connecting { didSet { isEnding = ending != nil && phase != .finished } }
+    private(set) var phase: Phase = .connecting { didSet { updateIsEnding() } }
     private var upgrade: Upgrade
     private var codec: WebSocketCodec
     private let options: ChannelOptions
     /// Set when this side started the close handshake.
     private(set) var localClose: CloseRequest?
     /// How the connection ends, decided in the middle of a read and carried out after its messages.
-    private var ending: TransportClosure? { didSet { isEnding = ending != nil && phase != .finished } }
+    private var ending: TransportClosure? { didSet { updateIsEnding() } }
     /// Messages of the current read, delivered as one batch by ``readFinished(into:)``.
     private var received: [TransportFrame] = []
     /// Reused for the codec's events.
@@ -132,6 +132,8 @@ struct WebSocketConnectionMachine {
     /// `true` once a read revealed the end and the machine waits for ``finishEnding(after:into:)``.
     /// Stored for the same reason as ``nextDeadline``.
     private(set) var isEnding = false
+
+    private mutating func updateIsEnding() { isEnding = ending != nil && phase != .finished }
 
     var isFinished: Bool { phase == .finished }
 

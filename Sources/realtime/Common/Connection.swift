@@ -143,7 +143,7 @@ enum ConnectionOptions {
                                                                               : keys.filter { !$0.isEmpty },
                                                   allowsInsecureTransportToRemoteHosts: insecure)
         case .pusher, .bird:
-            return try pusherDialect(dialect, url: text, arguments, headers: headers)
+            return try pusherDialect(dialect, url: text, arguments, headers: headers, insecure: insecure)
         }
     }
 
@@ -162,14 +162,14 @@ enum ConnectionOptions {
     }
 
     private static func pusherDialect(_ dialect: DialectKind, url text: String?, _ arguments: Arguments,
-                                      headers: [HTTPHeader]) throws -> PusherDialect {
+                                      headers: [HTTPHeader], insecure: Bool) throws -> PusherDialect {
         guard let vendor = dialect.vendor else { throw UsageError("not a Pusher dialect") }
         var host: String?
         var port: Int?
         var tls: Bool?
         var keyInURL: String?
         if let text {
-            let url = try requireURL(text, schemes: ["ws", "wss"], insecure: arguments.flag("insecure"))
+            let url = try requireURL(text, schemes: ["ws", "wss"], insecure: insecure)
             host = url.host
             port = url.port
             tls = url.scheme?.lowercased() == "wss"
@@ -189,7 +189,7 @@ enum ConnectionOptions {
             // The url's scheme decides; the transport still refuses ws:// to a remote host without --insecure.
             made.usesTLS = tls
         }
-        made.allowsInsecureTransportToRemoteHosts = arguments.flag("insecure")
+        made.allowsInsecureTransportToRemoteHosts = insecure
         return made
     }
 
