@@ -98,6 +98,8 @@ struct ActionCableIdentifierTests {
                 Issue.record("the provider's error must surface")
             } catch let error as RealtimeError {
                 #expect(error.code == code)
+                // The wrapped error names what the provider threw.
+                if code == .operationFailed { #expect(error.message == "the Action Cable auth provider threw: Broken()") }
             }
         }
     }

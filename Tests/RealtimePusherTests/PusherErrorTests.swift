@@ -114,6 +114,16 @@ struct PusherErrorMachineTests {
         #expect(refused.failures.first?.1.code == .authorizationFailed)
     }
 
+    @Test("a provider that throws its own error fails the channel with .operationFailed naming what it threw")
+    func providerForeignError() async {
+        struct Offline: Error {}
+        var driver = PusherDriver(.pusher(key: "k", auth: .provider { _ in throw Offline() }, host: "127.0.0.1"))
+        driver.establish()
+        let after = await driver.runWork(driver.handle(.subscribe("private-x")))
+        #expect(after.failures.first?.1.code == .operationFailed)
+        #expect(after.failures.first?.1.message == "the pusher auth provider threw: Offline()")
+    }
+
     @Test("sign-in failures are .signInFailed with the cause kept, never a channel or connection error")
     func signInFailuresTyped() async {
         var driver = PusherDriver(.pusher(key: "k", auth: .provider { request in
