@@ -6,7 +6,8 @@ import RealtimeTesting
 /// dialect, over the in-memory transport (no sockets: `transport` measures those). The baseline, measured
 /// in the same run, is `JSONValue.parse` of the same frames' JSON: what any client must pay at least.
 ///
-/// Usage: `realtime-bench session [--events N] [--rounds R]` (build with `-c release`).
+/// Usage: `realtime-bench session [--events N] [--rounds R] [--batch FRAMES]` (build with `-c release`); `--batch 1`
+/// shows what each read costs beside its events, which paced traffic (one event per read) pays in full.
 enum SessionBenchmark {
     /// One dialect: how to build it, what the in-memory server answers, and an event frame.
     struct Case {
@@ -20,11 +21,13 @@ enum SessionBenchmark {
         var frame: @Sendable (_ index: Int) -> String
     }
 
-    static let batchSize = 64  // frames per delivered batch, as from one socket read
+    /// Frames per delivered batch, as from one socket read, unless `--batch` says otherwise.
+    static let defaultBatchSize = 64
 
     static func run(arguments: [String]) async throws {
         let events = intOption("--events", in: arguments) ?? 200_000
         let rounds = intOption("--rounds", in: arguments) ?? 5
+        let batchSize = max(1, intOption("--batch", in: arguments) ?? defaultBatchSize)
         print("session: \(events) events per row, frame → handler over the in-memory transport, "
               + "batches of \(batchSize), best of \(rounds) interleaved rounds")
         let cases = [socketIO, pusher, actionCable]
@@ -34,8 +37,8 @@ enum SessionBenchmark {
                 // Socket.IO frames are a packet type, then JSON: the baseline parses the JSON part.
                 let json = (0..<events).map { String(item.frame($0).drop { $0.isNumber }) }
                 let parse = try parseSeconds(json)
-                let inline = try await deliverySeconds(item, events: events, delivery: .inline)
-                let queue = try await deliverySeconds(item, events: events, delivery: nil)
+                let inline = try await deliverySeconds(item, events: events, batchSize: batchSize, delivery: .inline)
+                let queue = try await deliverySeconds(item, events: events, batchSize: batchSize, delivery: nil)
                 let old = best[item.name] ?? (.infinity, .infinity, .infinity)
                 best[item.name] = (min(old.inline, inline), min(old.queue, queue), min(old.parse, parse))
             }
@@ -60,7 +63,7 @@ enum SessionBenchmark {
     }
 
     /// Seconds from the first batch sent to the last event handled.
-    static func deliverySeconds(_ item: Case, events: Int, delivery: DeliveryTarget?) async throws -> Double {
+    static func deliverySeconds(_ item: Case, events: Int, batchSize: Int, delivery: DeliveryTarget?) async throws -> Double {
         let (session, peer) = try await connected(item, delivery: delivery)
         defer { session.disconnect() }
         let handled = Locked(0)
