@@ -7,12 +7,13 @@ import Testing
 struct HTTPResponseReaderTests {
     /// The response read whole, one byte at a time and split at every offset (with the stream's end after
     /// the last byte when the response needs it): every way must give the same result.
-    private func read(_ text: String, maximumBodySize: Int = 1 << 20) -> [Result<HTTPResponse, RealtimeError>] {
+    private func read(_ text: String, maximumHeadSize: Int = 65_536,
+                      maximumBodySize: Int = 1 << 20) -> [Result<HTTPResponse, RealtimeError>] {
         let bytes = Array(text.utf8)
         var pieces: [[[UInt8]]] = [[bytes], bytes.map { [$0] }]
         for cut in 1..<max(bytes.count, 1) { pieces.append([Array(bytes[..<cut]), Array(bytes[cut...])]) }
         return pieces.map { parts in
-            var reader = HTTPResponseReader(maximumBodySize: maximumBodySize)
+            var reader = HTTPResponseReader(maximumHeadSize: maximumHeadSize, maximumBodySize: maximumBodySize)
             do throws(RealtimeError) {
                 for part in parts {
                     if case .complete(let response) = try reader.receive(part) { return .success(response) }
@@ -69,6 +70,22 @@ struct HTTPResponseReaderTests {
     ])
     func failures(text: String, code: RealtimeError.Code) {
         #expect(body(read(text, maximumBodySize: 64)) == ["error \(code)"])
+    }
+
+    // Found by the proxy-answer fuzz target: a line over its limit passed when it arrived whole and failed
+    // when cut before its LF.
+    @Test("a chunk size line or a trailer over its limit fails however the bytes are cut; one at the limit passes")
+    func lineLimits() {
+        let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        // The last chunk's size line, `bytes` long before its LF: "0;xx…x\r".
+        func lastChunk(_ bytes: Int) -> String { "0;" + String(repeating: "x", count: bytes - 3) + "\r\n\r\n" }
+        let limit = HTTPResponseReader.maximumChunkSizeLine
+        #expect(body(read(chunked + lastChunk(limit))) == ["200:"])
+        #expect(body(read(chunked + lastChunk(limit + 1))) == ["error \(RealtimeError.Code.transportFailed)"])
+        let trailer = "X-T: " + String(repeating: "t", count: 100)
+        #expect(body(read(chunked + "0\r\n" + trailer + "\r\n\r\n", maximumHeadSize: 128)) == ["200:"])
+        #expect(body(read(chunked + "0\r\n" + trailer + "\r\n\r\n", maximumHeadSize: 64))
+                == ["error \(RealtimeError.Code.limitExceeded)"])
     }
 
     @Test("a head over its limit")

@@ -154,10 +154,13 @@ package struct HTTPResponseReader {
         while true {
             switch chunkStep {
             case .size:
+                // The limit holds for a whole line as for a partial one, so the outcome does not depend on
+                // how the stream was cut.
                 guard let lineEnd = buffer[index...].firstIndex(of: 10) else {
-                    guard buffer.count - index <= 1024 else { throw badChunk("a chunk size line is too long") }
+                    guard buffer.count - index <= Self.maximumChunkSizeLine else { throw badChunk("a chunk size line is too long") }
                     return .needsMore
                 }
+                guard lineEnd - index <= Self.maximumChunkSizeLine else { throw badChunk("a chunk size line is too long") }
                 var line = buffer[index..<lineEnd]
                 if line.last == 13 { line = line.dropLast() }
                 let digits = String(decoding: line, as: UTF8.self).split(separator: ";", maxSplits: 1).first
@@ -193,6 +196,7 @@ package struct HTTPResponseReader {
                     guard buffer.count - index <= maximumHeadSize else { throw headTooLarge }
                     return .needsMore
                 }
+                guard lineEnd - index <= maximumHeadSize else { throw headTooLarge }
                 let isEmpty = lineEnd == index || (lineEnd == index + 1 && buffer[index] == 13)
                 index = lineEnd + 1
                 guard isEmpty else { continue }  // a trailer field: not kept
@@ -201,6 +205,9 @@ package struct HTTPResponseReader {
             }
         }
     }
+
+    /// The longest chunk size line (size, extensions, CR) accepted, without its LF.
+    static let maximumChunkSizeLine = 1024
 
     private func badChunk(_ message: String) -> RealtimeError {
         RealtimeError(.transportFailed, "the chunked response body is malformed: \(message)",
