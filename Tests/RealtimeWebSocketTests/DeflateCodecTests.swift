@@ -222,6 +222,25 @@ struct DeflateReceiveTests {
         #expect(events.first?.failureError?.code == .limitExceeded)
     }
 
+    // Found by the websocket-deflate fuzz target: read whole, the first violation within the limit was
+    // hidden by the limit; read in pieces, it was reported.
+    @Test("text that inflates past the limit: invalid UTF-8 within the limit is 1007, past it 1009, whole or byte by byte")
+    func invalidUTF8BeforeTheLimit() {
+        let limits = WebSocketLimits(maximumFrameSize: 1 << 20, maximumMessageSize: 1000)
+        for (badOffset, code) in [(998, RealtimeError.Code.invalidUTF8), (1000, .limitExceeded)] {
+            var text = [UInt8](repeating: 0x61, count: 1100)
+            text[badOffset] = 0xFF
+            var payload: [UInt8] = []
+            #expect(text.withUnsafeBytes { ZlibStream(.deflate, windowBits: 15)!.deflateMessage($0, into: &payload) })
+            let frame = frameHead(0xC1, length: payload.count) + payload
+            var whole = deflateCodec(limits: limits)
+            #expect(feed(&whole, frame).events.last?.failureError?.code == code, "whole, invalid byte at \(badOffset)")
+            var byByte = deflateCodec(limits: limits)
+            #expect(feed(&byByte, frame, chunks: Array(repeating: 1, count: frame.count)).events.last?.failureError?.code
+                    == code, "byte by byte, invalid byte at \(badOffset)")
+        }
+    }
+
     @Test("a decompression bomb: a few KB inflating to 64 MiB stops at the 1 MiB limit with limit-exceeded")
     func bomb() {
         // 64 MiB of zeros as one message: a first sync-flushed MiB, then 63 more that each compress to

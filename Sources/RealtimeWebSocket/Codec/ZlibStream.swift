@@ -117,8 +117,8 @@ final class ZlibStream: Sendable {
     // MARK: Inflating
 
     /// Inflates `input`, handing the output to `sink` piece by piece, and stops as soon as more than
-    /// `limit` bytes came out: the limit is checked before a piece is handed on, so neither this stream nor
-    /// the sink ever holds more than `limit` plus one chunk.
+    /// `limit` bytes came out: the sink then gets the part within the limit, never more, and this stream
+    /// holds at most one chunk.
     func inflate(_ input: UnsafeRawBufferPointer, limit: Int,
                  sink: (UnsafeRawBufferPointer) -> Bool) -> InflateOutcome {
         storage.withLock { storage -> InflateOutcome in
@@ -135,7 +135,13 @@ final class ZlibStream: Sendable {
                     let status = CZlib.inflate(stream, Z_SYNC_FLUSH)
                     let made = room - Int(stream.pointee.avail_out)
                     produced += made
-                    if produced > limit { return .limitExceeded }
+                    if produced > limit {
+                        // What came out within the limit goes to the sink first, so invalid UTF-8 there
+                        // is reported as such however the message's bytes were cut into reads.
+                        let within = made - (produced - limit)
+                        if within > 0, !sink(UnsafeRawBufferPointer(rebasing: storage.chunk[..<within])) { return .stopped }
+                        return .limitExceeded
+                    }
                     if made > 0, !sink(UnsafeRawBufferPointer(rebasing: storage.chunk[..<made])) { return .stopped }
                     switch status {
                     case Z_STREAM_END:
