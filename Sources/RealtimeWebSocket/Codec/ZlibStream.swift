@@ -135,14 +135,11 @@ final class ZlibStream: Sendable {
                     let status = CZlib.inflate(stream, Z_SYNC_FLUSH)
                     let made = room - Int(stream.pointee.avail_out)
                     produced += made
-                    if produced > limit {
-                        // What came out within the limit goes to the sink first, so invalid UTF-8 there
-                        // is reported as such however the message's bytes were cut into reads.
-                        let within = made - (produced - limit)
-                        if within > 0, !sink(UnsafeRawBufferPointer(rebasing: storage.chunk[..<within])) { return .stopped }
-                        return .limitExceeded
-                    }
-                    if made > 0, !sink(UnsafeRawBufferPointer(rebasing: storage.chunk[..<made])) { return .stopped }
+                    // What came out within the limit goes to the sink even when the limit is passed, so
+                    // invalid UTF-8 there is reported as such however the message's bytes were cut.
+                    let kept = produced > limit ? made - (produced - limit) : made
+                    if kept > 0, !sink(UnsafeRawBufferPointer(rebasing: storage.chunk[..<kept])) { return .stopped }
+                    if produced > limit { return .limitExceeded }
                     switch status {
                     case Z_STREAM_END:
                         return .streamEnded

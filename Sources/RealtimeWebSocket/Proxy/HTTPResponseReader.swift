@@ -154,13 +154,13 @@ package struct HTTPResponseReader {
         while true {
             switch chunkStep {
             case .size:
-                // The limit holds for a whole line as for a partial one, so the outcome does not depend on
-                // how the stream was cut.
-                guard let lineEnd = buffer[index...].firstIndex(of: 10) else {
-                    guard buffer.count - index <= Self.maximumChunkSizeLine else { throw badChunk("a chunk size line is too long") }
-                    return .needsMore
+                // One limit for a whole line and a partial one, so the outcome does not depend on how the
+                // stream was cut.
+                let sizeLineEnd = buffer[index...].firstIndex(of: 10)
+                guard (sizeLineEnd ?? buffer.count) - index <= Self.maximumChunkSizeLine else {
+                    throw badChunk("a chunk size line is too long")
                 }
-                guard lineEnd - index <= Self.maximumChunkSizeLine else { throw badChunk("a chunk size line is too long") }
+                guard let lineEnd = sizeLineEnd else { return .needsMore }
                 var line = buffer[index..<lineEnd]
                 if line.last == 13 { line = line.dropLast() }
                 let digits = String(decoding: line, as: UTF8.self).split(separator: ";", maxSplits: 1).first
@@ -192,11 +192,9 @@ package struct HTTPResponseReader {
                 }
                 chunkStep = .size
             case .trailers:
-                guard let lineEnd = buffer[index...].firstIndex(of: 10) else {
-                    guard buffer.count - index <= maximumHeadSize else { throw headTooLarge }
-                    return .needsMore
-                }
-                guard lineEnd - index <= maximumHeadSize else { throw headTooLarge }
+                let trailerEnd = buffer[index...].firstIndex(of: 10)
+                guard (trailerEnd ?? buffer.count) - index <= maximumHeadSize else { throw headTooLarge }
+                guard let lineEnd = trailerEnd else { return .needsMore }
                 let isEmpty = lineEnd == index || (lineEnd == index + 1 && buffer[index] == 13)
                 index = lineEnd + 1
                 guard isEmpty else { continue }  // a trailer field: not kept
