@@ -224,7 +224,7 @@ struct PusherEmbeddedServerTests {
             }
             #expect(sessionErrors.withLock { $0.first?.data["message"]?.stringValue?.hasPrefix("Invalid signature") } == true)
             #expect(channelErrors.withLock { $0.first?.channel } == "private-room")
-            if case .failed(let error) = room.state { #expect(error.code == .subscriptionRejected) }
+            if case .rejected(let error) = room.state { #expect(error.code == .subscriptionRejected) }
             else { Issue.record("expected a failed channel, got \(room.state)") }
             #expect(session.state == .connected)
         }

@@ -157,7 +157,7 @@ struct PusherFakeTests {
 
             let refused = session.channel("private-refused")
             await #expect(throws: RealtimeError.self) { _ = try await refused.subscribed() }
-            if case .failed(let error) = refused.state {
+            if case .rejected(let error) = refused.state {
                 #expect(error.code == .authorizationFailed)
             } else {
                 Issue.record("expected private-refused to fail, got \(refused.state)")
@@ -396,7 +396,7 @@ struct PusherFakeTests {
             case let other:
                 Issue.record("a wrong signature must fail the channel with a RealtimeError, got \(String(describing: other))")
             }
-            if case .failed(let error) = bad.state {
+            if case .rejected(let error) = bad.state {
                 #expect(error.code == .subscriptionRejected)
             } else {
                 Issue.record("expected private-bad to be failed, got \(bad.state)")
@@ -447,7 +447,7 @@ struct PusherFakeTests {
                 if !vacated { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(vacated, "pusher-fake still lists a connection on news")
-            #expect(news.state == .left)
+            #expect(news.state == .unsubscribed)
             try await app.trigger("news", "item", 2)
             try await app.trigger("control", "mark", "after")
             await pusherWait("the control event", seconds: Self.wait) { controlLog.count == 1 }

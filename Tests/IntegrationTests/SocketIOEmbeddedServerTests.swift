@@ -125,7 +125,7 @@ struct SocketIOEmbeddedServerTests {
         #expect(refused?.code == .subscriptionRejected)
 
         try await chat.send("kick_me")
-        #expect(await eventually { if case .ended = chat.state { true } else { false } })
+        #expect(await eventually { if case .endedByServer = chat.state { true } else { false } })
         #expect(session.state == .connected)
         session.disconnect()
     }

@@ -223,12 +223,12 @@ struct SocketIOScenarioTests {
             try await client.session.connect()
             try await chat.subscribed()
             try await chat.send("kick_me")
-            #expect(await eventually { if case .ended = chat.state { true } else { false } })
-            if case .ended(let error) = chat.state { #expect(error.code == .channelUnavailable) }
+            #expect(await eventually { if case .endedByServer = chat.state { true } else { false } })
+            if case .endedByServer(let error) = chat.state { #expect(error.code == .channelUnavailable) }
             // The connection and the other namespace go on, and nothing re-joins on its own.
             #expect(client.session.state == .connected)
             #expect(try await client.channel("/").request("sum", [2, 2]) == [["sum": 4]])
-            if case .ended = chat.state {} else { Issue.record("/chat was re-joined: \(chat.state)") }
+            if case .endedByServer = chat.state {} else { Issue.record("/chat was re-joined: \(chat.state)") }
             client.session.disconnect()
         }
     }
@@ -242,7 +242,7 @@ struct SocketIOScenarioTests {
             try await chat.subscribed()
             let connectionID = client.session.connectionID
             chat.leave()
-            #expect(await eventually { chat.state == .left })
+            #expect(await eventually { chat.state == .unsubscribed })
             await #expect(throws: RealtimeError.self) { try await chat.request("sum", [1], timeout: .seconds(2)) }
             // Joining again on the same Engine.IO connection gets a fresh CONNECT ack and a new welcome.
             let again = client.channel("/chat")

@@ -177,7 +177,7 @@ struct ActionCableSessionTests {
         let reject = harness.session.channel("RejectChannel")
         try await harness.session.connect()
         await #expect(throws: RealtimeError.self) { try await reject.subscribed() }
-        guard case .failed(let error) = reject.state else {
+        guard case .rejected(let error) = reject.state else {
             Issue.record("expected failed, got \(reject.state)")
             return
         }

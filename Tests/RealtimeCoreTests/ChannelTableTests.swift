@@ -43,7 +43,7 @@ struct ChannelTableTests {
     @Test("a failed or ended channel joins again as pending")
     func rejoin() {
         var table = ChannelTable(joined: [room], sendBufferLimit: 10)
-        _ = table.markStopped(room, as: .failed(refused))
+        _ = table.markStopped(room, as: .rejected(refused))
         #expect(table.unavailability(of: room)?.code == .channelUnavailable)
         let asks = table.join(room)
         #expect(asks)
@@ -142,10 +142,10 @@ struct ChannelTableTests {
     func stopped() throws {
         var table = ChannelTable(joined: [room], sendBufferLimit: 10)
         table.buffer(message(on: room), as: send(1))
-        let stopped = table.markStopped(room, as: .ended(refused))
+        let stopped = table.markStopped(room, as: .endedByServer(refused))
         let leftovers = try #require(stopped)
         #expect(buffered(leftovers) == [send(1)])
-        #expect(table.state(of: room) == .ended(refused))
+        #expect(table.state(of: room) == .endedByServer(refused))
         #expect(table.order == [room])
         #expect(table.bufferedCount == 0)
         table.markPending(room)

@@ -487,7 +487,7 @@ struct SessionEngineTests {
         let secret = harness.session.channel("private")
         try await harness.session.connect()
         await #expect(throws: RealtimeError.self) { try await secret.subscribed() }
-        guard case .failed(let error) = secret.state else {
+        guard case .rejected(let error) = secret.state else {
             Issue.record("expected failed, got \(secret.state)")
             return
         }
@@ -533,7 +533,7 @@ struct SessionEngineTests {
         } catch let error as RealtimeError {
             #expect(error.code == .channelUnavailable)
         }
-        #expect(room.state == .left)
+        #expect(room.state == .unsubscribed)
     }
 
     @Test("the dialect's rules are checked at the call site")

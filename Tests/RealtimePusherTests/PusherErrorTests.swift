@@ -187,7 +187,7 @@ struct PusherErrorSessionTests {
             #expect(error.code == .subscriptionRejected)
             #expect(error.context.channel == "private-room")
         }
-        guard case .failed(let error) = room.state else {
+        guard case .rejected(let error) = room.state else {
             Issue.record("expected a failed channel, got \(room.state)")
             return
         }

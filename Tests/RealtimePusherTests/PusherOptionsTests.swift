@@ -277,7 +277,7 @@ struct PusherUserDataFetcherTests {
         let room = harness.session.channel("presence-room")
         try await harness.session.connect()
         await #expect(throws: RealtimeError.self) { _ = try await room.subscribed() }
-        if case .failed(let error) = room.state { #expect(error.code == .operationFailed) }
+        if case .rejected(let error) = room.state { #expect(error.code == .operationFailed) }
         else { Issue.record("expected a failed channel, got \(room.state)") }
         do {
             _ = try await harness.session.signIn()

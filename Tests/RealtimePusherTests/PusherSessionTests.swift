@@ -122,7 +122,7 @@ struct PusherSessionTests {
         let room = harness.session.channel("private-room")
         try await harness.session.connect()
         await #expect(throws: RealtimeError.self) { _ = try await room.subscribed() }
-        if case .failed(let error) = room.state { #expect(error.code == .subscriptionRejected) }
+        if case .rejected(let error) = room.state { #expect(error.code == .subscriptionRejected) }
         else { Issue.record("expected a failed channel, got \(room.state)") }
         #expect(harness.session.state == .connected)
     }
@@ -151,7 +151,7 @@ struct PusherSessionTests {
         try await harness.session.connect()
         await eventually("members") { roster.members.count == 2 }
         room.leave()
-        await eventually("left") { room.state == .left }
+        await eventually("left") { room.state == .unsubscribed }
         #expect(roster.members == PusherMembers())
         _ = try await harness.session.channel("presence-room").subscribed()
         await eventually("refilled") { roster.members.count == 2 }

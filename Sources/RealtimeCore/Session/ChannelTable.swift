@@ -137,7 +137,7 @@ struct ChannelTable: Sendable {
         switch state(of: channel) {
         case nil:
             return RealtimeError(.channelUnavailable, "the channel was not joined", context: .init(channel: channel))
-        case .failed(let error)?, .ended(let error)?:
+        case .rejected(let error)?, .endedByServer(let error)?:
             return RealtimeError(.channelUnavailable, "the channel is unavailable: \(error.message)",
                                  context: .init(channel: channel, detail: error.description))
         default:
@@ -233,7 +233,7 @@ struct ChannelTable: Sendable {
         case .subscribed(let recovered):
             records[channel]?.status = .subscribed(recovered: recovered)
             stopped[channel] = nil
-        case .failed, .ended, .left:
+        case .rejected, .endedByServer, .unsubscribed:
             records[channel]?.status = .stopped
             stopped[channel] = state
         }

@@ -283,7 +283,7 @@ public struct RealtimeChannel: Sendable {
     let engine: SessionEngine
 
     /// The channel's current state.
-    public var state: ChannelState { engine.channelState(id) ?? .left }
+    public var state: ChannelState { engine.channelState(id) ?? .unsubscribed }
 
     /// Waits until the server confirms the channel. Returns the dialect's `recovered` flag. Cancelling the
     /// calling task ends the wait with `CancellationError`; the channel stays joined.

@@ -19,9 +19,9 @@ extension SessionCore {
         switch channelState {
         case .subscribed(let recovered):
             effects.append(.answer(.subscribed(operation, recovered: recovered)))
-        case .failed(let error), .ended(let error):
+        case .rejected(let error), .endedByServer(let error):
             effects.append(.answer(.failed(operation, error)))
-        case .left:
+        case .unsubscribed:
             let error = RealtimeError(.channelUnavailable, "the channel was left", context: .init(channel: channel))
             effects.append(.answer(.failed(operation, error)))
         case .pending:
@@ -43,7 +43,7 @@ extension SessionCore {
             if handshakeDone {
                 runMachine(effects: &effects) { $0.handle(.unsubscribe(channel), actions: &$1) }
             }
-        case .failed, .ended, .left:
+        case .rejected, .endedByServer, .unsubscribed:
             break
         }
     }
@@ -70,7 +70,8 @@ extension SessionCore {
         guard let leftovers = channels.markStopped(channel, as: newState) else { return }
         failWaitersAndQueue(leftovers, with: error, effects: &effects)
         deliveries.append(.error(error))
-        let kind: ChannelLifecycleEvent.Kind = if case .ended = newState { .endedByServer(error) } else { .rejected(error) }
+        let kind: ChannelLifecycleEvent.Kind =
+            if case .endedByServer = newState { .endedByServer(error) } else { .rejected(error) }
         deliveries.append(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: kind)))
     }
 

@@ -102,18 +102,19 @@ public struct SessionOptions: Sendable {
     }
 }
 
-/// The state of one channel as the session sees it.
+/// The state of one channel as the session sees it. Each case past `pending` is named after the
+/// ``ChannelLifecycleEvent/Kind`` that led to it.
 public enum ChannelState: Sendable, Hashable {
     /// Waiting for the connection or for the server's confirmation.
     case pending
     /// Confirmed. `recovered` says whether missed messages were replayed (`nil`: the dialect cannot tell).
     case subscribed(recovered: Bool?)
     /// Refused by the server or its authorizer. Not retried until the app asks again.
-    case failed(RealtimeError)
+    case rejected(RealtimeError)
     /// Ended by the server. Not re-joined until the app asks again.
-    case ended(RealtimeError)
+    case endedByServer(RealtimeError)
     /// The app left it.
-    case left
+    case unsubscribed
 }
 
 /// SplitMix64: small, fast, deterministic; for seeded tests.

@@ -172,8 +172,8 @@ final class CommandSession: Sendable {
 
     private static func isTerminal(_ state: ChannelState) -> Bool {
         switch state {
-        case .failed, .ended: true
-        case .pending, .subscribed, .left: false
+        case .rejected, .endedByServer: true
+        case .pending, .subscribed, .unsubscribed: false
         }
     }
 }
