@@ -67,6 +67,8 @@ protocol OldSpellings {
     func oldTimeouts(of dialect: PusherDialect) -> (Duration, Duration, Bool)
     func oldCableTimeouts(of dialect: ActionCableDialect) -> (Duration, Duration, Bool)
     func retuned(_ dialect: ActionCableDialect) -> ActionCableDialect
+    func oldChannelStates(_ error: RealtimeError) -> [ChannelState]
+    func isLeft(_ state: ChannelState) -> Bool
 }
 
 struct DeprecatedSpellings: OldSpellings {
@@ -105,6 +107,14 @@ struct DeprecatedSpellings: OldSpellings {
         changed.staleGrace = .seconds(8)
         changed.credentials = nil
         return changed
+    }
+
+    @available(*, deprecated)
+    func oldChannelStates(_ error: RealtimeError) -> [ChannelState] { [.failed(error), .ended(error), .left] }
+
+    @available(*, deprecated)
+    func isLeft(_ state: ChannelState) -> Bool {
+        if case .left = state { true } else { false }
     }
 }
 
@@ -378,5 +388,9 @@ struct VocabularyTests {
         let retuned = old.retuned(cable)
         #expect(retuned.liveness == Liveness(pingInterval: .seconds(4), pingTimeout: .seconds(8)))
         #expect(retuned.auth == nil)
+
+        let refused = RealtimeError(.subscriptionRejected, "refused")
+        #expect(old.oldChannelStates(refused) == [.rejected(refused), .endedByServer(refused), .unsubscribed])
+        #expect(old.isLeft(.unsubscribed) && !old.isLeft(.pending) && !old.isLeft(.rejected(refused)))
     }
 }

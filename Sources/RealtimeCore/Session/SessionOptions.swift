@@ -117,6 +117,20 @@ public enum ChannelState: Sendable, Hashable {
     case unsubscribed
 }
 
+// The names before they followed the lifecycle kinds. They build and compare (`state == .left`); a pattern
+// that binds the error (`case .failed(let error)`) needs the new name.
+extension ChannelState {
+    /// The old name of ``rejected(_:)``.
+    @available(*, deprecated, renamed: "rejected")
+    public static func failed(_ error: RealtimeError) -> ChannelState { .rejected(error) }
+    /// The old name of ``endedByServer(_:)``.
+    @available(*, deprecated, renamed: "endedByServer")
+    public static func ended(_ error: RealtimeError) -> ChannelState { .endedByServer(error) }
+    /// The old name of ``unsubscribed``.
+    @available(*, deprecated, renamed: "unsubscribed")
+    public static var left: ChannelState { .unsubscribed }
+}
+
 /// SplitMix64: small, fast, deterministic; for seeded tests.
 public struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
