@@ -38,6 +38,7 @@ public struct ActionCableDialect: RealtimeDialect {
         /// Query items appended to the URL (`?token=…`).
         public var queryItems: [URLQueryItem]
 
+        /// Credentials made of `headers` and `queryItems`, either of which may be empty.
         public init(headers: [HTTPHeader] = [], queryItems: [URLQueryItem] = []) {
             self.headers = headers
             self.queryItems = queryItems
@@ -79,6 +80,7 @@ public struct ActionCableDialect: RealtimeDialect {
     /// The name of a broadcast that none of ``eventNameKeys`` names.
     public static let fallbackEventName = "message"
 
+    /// `"actioncable"`.
     public var name: String { "actioncable" }
     /// The cable endpoint (`wss://host/cable`).
     public var url: URL
@@ -135,6 +137,7 @@ public struct ActionCableDialect: RealtimeDialect {
         self.liveness = liveness
     }
 
+    /// A fresh ``ActionCableMachine``.
     @_spi(DialectAuthoring) public func makeMachine() -> any DialectMachine {
         ActionCableMachine(guarantor: guarantor,
                            liveness: liveness.serverPings(defaultInterval: Self.defaultPingInterval,
@@ -143,6 +146,8 @@ public struct ActionCableDialect: RealtimeDialect {
                            mountPath: url.path.isEmpty ? "/" : url.path, origin: origin)
     }
 
+    /// ``url`` with ``headers``, ``origin`` and the credentials of ``auth``, offering both subprotocols. A
+    /// provider runs before each attempt; an error it throws that is not a `RealtimeError` becomes `.operationFailed`.
     @_spi(DialectAuthoring) public func connectionRequest(attempt: Int) -> ConnectionRequestPlan {
         switch auth {
         case nil:

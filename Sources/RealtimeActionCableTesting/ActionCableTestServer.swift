@@ -4,7 +4,7 @@ import RealtimeTesting
 import RealtimeWebSocket
 
 /// An in-memory Rails Action Cable server for tests: attach it to an ``InMemoryTransport`` and every
-/// connection the session opens speaks `actioncable-v1-json` with it, as Rails 6.1–8.x does on the wire.
+/// connection the session opens speaks `actioncable-v1-json` with it, as Rails 6.0–8.x does on the wire.
 ///
 /// Like Rails it checks the `Origin` (HTTP 404 when not allowed), authenticates in `connect` (a `disconnect`
 /// frame with `unauthorized` when it fails), answers `subscribe` with `confirm_subscription` or
@@ -31,18 +31,23 @@ public final class ActionCableTestServer: Sendable {
 
     /// The subscribe request a channel class sees.
     public struct SubscriptionRequest: Sendable {
+        /// The user `authenticate` returned for the connection.
         public var user: String
         /// The identifier's keys other than `channel`.
         public var params: [String: JSONValue]
+        /// The identifier string exactly as the client sent it.
         public var identifier: String
     }
 
     /// One action call (`perform`) or `receive` on a subscription.
     public struct ActionCall: Sendable {
+        /// The user `authenticate` returned for the connection.
         public var user: String
+        /// The subscription identifier's keys other than `channel`.
         public var params: [String: JSONValue]
         /// The decoded `data`, `action` included.
         public var data: [String: JSONValue]
+        /// The subscription's identifier string, exactly as the client sent it.
         public var identifier: String
         let server: ActionCableTestServer
         let connection: ObjectIdentifier

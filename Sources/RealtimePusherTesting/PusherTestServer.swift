@@ -21,6 +21,7 @@ import RealtimeWebSocket
 public final class PusherTestServer: Sendable {
     /// One client connection as the server sees it.
     public struct Client: Sendable, Hashable {
+        /// The id the server gave the connection (`1.1001` for Pusher, `conn-1` for Bird).
         public var socketID: String
         /// Channels it is subscribed to.
         public var channels: Set<String>
@@ -48,7 +49,9 @@ public final class PusherTestServer: Sendable {
         var received: [String] = []
     }
 
+    /// The app key. A connection whose path is not `/app/<key>` is closed with 4001.
     public let key: String
+    /// The app secret that every private, presence and sign-in signature is checked with.
     public let secret: String
     /// Pusher, or Bird with its own event prefixes, id and identity keys.
     public let vendor: PusherVendor

@@ -42,8 +42,12 @@ public final class SocketIOServer: Sendable {
         /// without an ack carry an offset, and a client that drops (not one that leaves) can come back within
         /// `maximumDisconnection` to the same socket id and rooms, with the room events it missed.
         public var recovery: Bool
+        /// How long a client that dropped can come back to its session (Node's `maxDisconnectionDuration`);
+        /// only used with `recovery` on.
         public var maximumDisconnection: Duration
 
+        /// Loopback on a free port, with Node's defaults: pings every 25 s, 20 s to answer, 1 MB payloads,
+        /// recovery off.
         public init(host: String = "127.0.0.1", port: Int = 0, path: String = "/socket.io/",
                     pingInterval: Duration = .seconds(25), pingTimeout: Duration = .seconds(20),
                     maxPayload: Int = 1_000_000, clock: any RealtimeClock = SystemClock(),
@@ -461,6 +465,7 @@ private struct WeakServer {
 public final class SocketIOServerSocket: Sendable {
     /// The socket id sent in the CONNECT ack (not the Engine.IO sid).
     public let id: String
+    /// The namespace it joined (`/`, `/chat`).
     public let namespace: String
     /// The CONNECT payload.
     public let auth: JSONValue?

@@ -7,8 +7,10 @@ public struct PusherAuthRequest: Sendable, Hashable {
     public var connectionID: String
     /// The channel to authorize; `nil` for a user sign-in.
     public var channel: String?
+    /// The session's vendor, whose field names and signed strings apply.
     public var vendor: PusherVendor
 
+    /// A request to sign `channel` (a sign-in when `nil`) for the connection `connectionID`.
     public init(connectionID: String, channel: String?, vendor: PusherVendor) {
         self.connectionID = connectionID
         self.channel = channel
@@ -27,6 +29,7 @@ public struct PusherAuthorization: Sendable, Hashable {
     /// Sign-in identity, sent byte-for-byte as signed (`user_data` / `member_data`).
     public var userData: String?
 
+    /// An answer; only `auth` is required, the others as the channel or sign-in needs them.
     public init(auth: String, channelData: String? = nil, sharedSecret: String? = nil, userData: String? = nil) {
         self.auth = auth
         self.channelData = channelData

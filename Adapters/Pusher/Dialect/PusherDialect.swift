@@ -58,8 +58,10 @@ public struct PusherDialect: RealtimeDialect {
     public var name: String { vendor.name }
 
     /// - Parameters:
+    ///   - vendor: ``PusherVendor/pusher`` or ``PusherVendor/bird``: the event prefixes and field names.
     ///   - key: the app key.
     ///   - host: the WebSocket host.
+    ///   - port: replaces 443 / 80.
     ///   - useTLS: `wss` or `ws`; `nil` picks `ws` for loopback hosts (``Loopback``) and `wss` for every other.
     ///   - allowsInsecureTransportToRemoteHosts: permits `ws` to a host that is not loopback.
     ///   - auth: signs private, presence and encrypted channels and sign-in.

@@ -22,8 +22,9 @@ public struct PusherVendor: Sendable, Hashable {
     public var connectionIDKey: String
     /// Key that carries the signed identity in `subscribe` (`channel_data`, `member_data`).
     public var subscribeIdentityKey: String
-    /// Keys of a presence member (`user_id`/`user_info`, `member_id`/`member_info`).
+    /// Key of a presence member's id (`user_id`, `member_id`).
     public var memberIDKey: String
+    /// Key of a presence member's info (`user_info`, `member_info`).
     public var memberInfoKey: String
     /// Key of the signed identity in `signin` and `signin_success` (`user_data`, `member_data`).
     public var signinDataKey: String
@@ -37,6 +38,7 @@ public struct PusherVendor: Sendable, Hashable {
     public var countEvent: String
     /// Whether `#server-to-user-` subscribes carry `auth: ""` (Pusher) or no `auth` key (Bird).
     public var userChannelSendsEmptyAuth: Bool
+    /// How an auth endpoint's request body is encoded (`.form` for Pusher, `.json` for Bird).
     public var authEncoding: AuthEncoding
     /// The form or JSON field that carries the connection id in auth requests.
     public var authIDParameter: String

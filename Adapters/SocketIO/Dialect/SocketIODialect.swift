@@ -30,6 +30,8 @@ public struct SocketIODialect: RealtimeDialect {
         /// Server ack requests per namespace that the app has not answered yet.
         public var maximumUnansweredServerAcks: Int
 
+        /// Defaults: 10 attachments and 100 MB of attachment bytes per packet, 1,000 early events and 10,000
+        /// unanswered acks per namespace.
         public init(maximumAttachments: Int = 10, maximumAttachmentBytes: Int = 100_000_000,
                     maximumEventsBeforeConnect: Int = 1_000, maximumUnansweredServerAcks: Int = 10_000) {
             self.maximumAttachments = maximumAttachments

@@ -77,10 +77,15 @@ public protocol RealtimeDialect: Sendable {
 }
 
 extension RealtimeDialect {
+    /// None: the session joins only the channels the app asks for.
     public var defaultChannels: [ChannelID] { [] }
+    /// Returns `base` unchanged.
     @_spi(DialectAuthoring) public func transport(wrapping base: any RealtimeTransport) -> any RealtimeTransport { base }
+    /// Accepts every message.
     @_spi(DialectAuthoring) public func validate(_ message: OutgoingMessage, expectsReply: Bool) -> RealtimeError? { nil }
+    /// ``TransportFrame/redactedDescription``: text redacted by ``Redaction`` and cut to 512 characters.
     @_spi(DialectAuthoring) public func logDescription(of frame: TransportFrame) -> String { frame.redactedDescription }
+    /// Returns `channel` unchanged.
     @_spi(DialectAuthoring) public func canonicalChannel(_ channel: ChannelID) -> ChannelID { channel }
 }
 
@@ -95,6 +100,7 @@ extension RealtimeDialect {
 /// Identifies an app request (`request`, or a dialect extension call) while it waits for its answer.
 @_spi(DialectAuthoring) public struct RequestID: Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt64
+    /// The id numbered `rawValue`. The engine numbers requests; a machine only keeps and returns ids.
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }
     public var description: String { "#\(rawValue)" }
 }
@@ -117,15 +123,21 @@ extension RealtimeDialect {
     public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         /// The kind's name, as logs and wrapped errors show it.
         public var rawValue: String
+        /// A kind named `rawValue`, as ``init(_:)``.
         public init(rawValue: String) { self.rawValue = rawValue }
         /// A kind named `name` ("pusher.auth").
         public init(_ name: String) { rawValue = name }
         public var description: String { rawValue }
     }
 
+    /// What the key names.
     public var kind: Kind
+    /// The channel it concerns; `nil` for connection-wide work and timers.
     public var channel: ChannelID?
+    /// Tells apart keys of the same kind and channel, so that the answer to an earlier request is known
+    /// as stale; 0 by default.
     public var serial: UInt64
+    /// A key of `kind`, for `channel` when it concerns one, with `serial` to tell repeats apart.
     public init(kind: Kind, channel: ChannelID? = nil, serial: UInt64 = 0) {
         self.kind = kind
         self.channel = channel
@@ -142,13 +154,17 @@ extension RealtimeDialect {
 /// A message the app sends on a channel.
 @_spi(DialectAuthoring) public struct OutgoingMessage: Sendable, Hashable {
     public var channel: ChannelID
+    /// The event name.
     public var event: String
+    /// The values sent with it (Pusher and Action Cable send the first as `data`).
     public var arguments: [JSONValue]
     /// Drop rather than buffer when the channel cannot send right now.
     public var volatile: Bool
     /// `false` asks the transport to send the frames uncompressed (``DialectAction/sendUncompressed(_:)``).
     public var compress: Bool
 
+    /// A message of `event` with `arguments` on `channel`; by default buffered while it cannot be sent, and
+    /// compressed where the connection compresses.
     public init(channel: ChannelID, event: String, arguments: [JSONValue], volatile: Bool = false,
                 compress: Bool = true) {
         self.channel = channel

@@ -4,7 +4,9 @@
 public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable identifier for the kind of failure.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's stable text (`"handshake-rejected"`), as logs and `description` show it.
         public let rawValue: String
+        /// A code spelled `rawValue`. The package's own codes are the constants below.
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
@@ -82,6 +84,7 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
         /// A short technical detail: errno text, OpenSSL reason, redirect location.
         public var detail: String?
 
+        /// Facts to attach; each one is `nil` unless given.
         public init(closeCode: Int? = nil, httpStatus: Int? = nil, serverPayload: JSONValue? = nil,
                     channel: ChannelID? = nil, offset: Int? = nil, detail: String? = nil) {
             self.closeCode = closeCode
@@ -105,10 +108,14 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
+    /// What kind of failure it is: compare this, not the message.
     public var code: Code
+    /// What went wrong, for people; it may change between releases.
     public var message: String
+    /// The facts that explain the error (close code, HTTP status, channel, …).
     public var context: Context
 
+    /// An error with `code`, `message` and, when known, `context`.
     public init(_ code: Code, _ message: String, context: Context = Context()) {
         self.code = code
         self.message = message

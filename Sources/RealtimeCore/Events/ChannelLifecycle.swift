@@ -10,6 +10,7 @@ public struct SubscriptionInfo: Sendable, Hashable {
     /// (with the namespace's `sid`), a Pusher presence snapshot.
     public var serverPayload: JSONValue?
 
+    /// Each parameter sets the property of the same name.
     public init(isResubscription: Bool, recovered: Bool?, serverPayload: JSONValue? = nil) {
         self.isResubscription = isResubscription
         self.recovered = recovered
@@ -34,8 +35,10 @@ public struct ChannelLifecycleEvent: Sendable, Hashable {
 
     /// The channel concerned.
     public var channel: ChannelID
+    /// What happened to it.
     public var kind: Kind
 
+    /// An event of `kind` for `channel`.
     public init(channel: ChannelID, kind: Kind) {
         self.channel = channel
         self.kind = kind

@@ -16,6 +16,7 @@ public struct RealtimeEvent: Sendable {
         get { box.fields.channel }
         set { update { $0.channel = newValue } }
     }
+    /// The event's name, as each dialect reads it (see ``RealtimeEvent``).
     public var name: String {
         get { box.fields.name }
         set { update { $0.name = newValue } }
@@ -40,6 +41,8 @@ public struct RealtimeEvent: Sendable {
             }
         }
     }
+    /// Every value the event carries: Socket.IO's arguments after the name, `[data]` for the other dialects.
+    /// Setting it leaves `data` as it was.
     public var arguments: [JSONValue] {
         get { box.fields.currentArguments }
         set {
@@ -235,8 +238,11 @@ public struct RealtimeEvent: Sendable {
 /// The dialect's handle on one acknowledgement the server asked for. Opaque to apps, which answer
 /// through ``RealtimeEvent/ack``.
 public struct AckToken: Hashable, Sendable {
+    /// The channel (Socket.IO namespace) the server asked on: ids are unique only within one.
     @_spi(DialectAuthoring) public var channel: ChannelID?
+    /// The server's id for the request (the Socket.IO ack id), sent back with the answer.
     @_spi(DialectAuthoring) public var id: Int64
+    /// The token for the server's request `id` on `channel`.
     @_spi(DialectAuthoring) public init(channel: ChannelID?, id: Int64) {
         self.channel = channel
         self.id = id
@@ -245,9 +251,12 @@ public struct AckToken: Hashable, Sendable {
 
 /// Sends the acknowledgement for one received event. Calling it more than once sends nothing more.
 public struct AckResponder: Sendable {
+    /// The request this responder answers.
     @_spi(DialectAuthoring) public let token: AckToken
     let reply: @Sendable (AckToken, [JSONValue]) -> Void
 
+    /// A responder that passes `token` and the app's arguments to `reply` on every call; sending only the
+    /// first is `reply`'s job (the session's does it).
     @_spi(DialectAuthoring) public init(token: AckToken, reply: @escaping @Sendable (AckToken, [JSONValue]) -> Void) {
         self.token = token
         self.reply = reply

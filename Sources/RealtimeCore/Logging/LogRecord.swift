@@ -19,11 +19,14 @@ public enum LogLevel: Int, Sendable, Hashable, Comparable, CustomStringConvertib
 
 /// One line for the app's logging hook. The message has already passed through ``Redaction``.
 public struct LogRecord: Sendable, Hashable {
+    /// How severe it is.
     public var level: LogLevel
+    /// The text, with secrets already redacted.
     public var message: String
-    /// The component that wrote it ("session", "socket.io", "websocket").
+    /// The name of the session's dialect (`socket.io`, `pusher`, `bird`, `actioncable`).
     public var source: String
 
+    /// A record of `message` at `level`, written by `source`.
     public init(level: LogLevel, message: String, source: String) {
         self.level = level
         self.message = message

@@ -14,9 +14,13 @@ public struct ReconnectPolicy: Sendable, Hashable {
         case proportional(Double)
     }
 
+    /// The envelope before the first attempt; 1 s by default.
     public var initialDelay: Duration
+    /// How much the envelope grows per attempt; 2 (doubling) by default.
     public var multiplier: Double
+    /// The cap on the envelope and on every jittered delay (a larger `minimum` still wins); 30 s by default.
     public var maximumDelay: Duration
+    /// How each delay is drawn from the envelope; `.full` by default.
     public var jitter: Jitter
     /// Attempts allowed after a connection ends before the session fails; `nil` for no limit.
     public var maximumAttempts: Int?
@@ -30,6 +34,8 @@ public struct ReconnectPolicy: Sendable, Hashable {
     /// `maximumAttempts` and `maximumElapsed`, and its delays keep growing. `.zero` trusts every handshake.
     public var stabilityWindow: Duration
 
+    /// Each parameter sets the property of the same name. The defaults: 1 s doubling up to 30 s with full
+    /// jitter, no limit on attempts or time, and a 10 s stability window.
     public init(initialDelay: Duration = .seconds(1), multiplier: Double = 2, maximumDelay: Duration = .seconds(30),
                 jitter: Jitter = .full, maximumAttempts: Int? = nil, maximumElapsed: Duration? = nil,
                 isEnabled: Bool = true, stabilityWindow: Duration = .seconds(10)) {

@@ -279,6 +279,8 @@ public final class RealtimeSession: Sendable {
 /// A lightweight handle: copies refer to the same channel. Handlers registered here only see events of
 /// this channel and survive reconnects.
 public struct RealtimeChannel: Sendable {
+    /// The channel in the dialect's one spelling, which may differ from the one passed to
+    /// ``RealtimeSession/channel(_:)`` (Socket.IO's `"chat"` is `"/chat"`).
     public let id: ChannelID
     let engine: SessionEngine
 

@@ -78,8 +78,12 @@ public struct SessionOptions: Sendable {
     public var randomSource: RandomSource
     /// Receives log records at `logLevel` and above, with secrets redacted.
     public var logHandler: LogHandler?
+    /// The least severe level passed to ``logHandler``; `.info` by default. `.trace` adds a line for every
+    /// frame sent and received.
     public var logLevel: LogLevel
 
+    /// Each parameter sets the property of the same name; `nil` `delivery` and `reconnectPolicy` take a
+    /// private serial queue and the dialect's policy.
     public init(delivery: DeliveryTarget? = nil, reconnectPolicy: ReconnectPolicy? = nil,
                 connectTimeout: Duration = .seconds(20), connectCallTimeout: Duration? = .seconds(30),
                 sendBufferLimit: Int = 1_000,
@@ -134,6 +138,7 @@ extension ChannelState {
 /// SplitMix64: small, fast, deterministic; for seeded tests.
 public struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
+    /// A generator whose draws follow from `seed`: the same seed gives the same sequence.
     public init(seed: UInt64) { state = seed }
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15

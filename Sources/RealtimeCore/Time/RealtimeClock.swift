@@ -19,6 +19,7 @@ public protocol RealtimeClock: Sendable {
 
 /// The real clock: monotonic uptime and Dispatch timers.
 public struct SystemClock: RealtimeClock {
+    /// The system's clock. It holds no state: every instance reads the same time.
     public init() {}
 
     public func now() -> Duration {

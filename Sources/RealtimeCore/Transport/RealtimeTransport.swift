@@ -15,10 +15,13 @@ public enum TransportFrame: Sendable, Hashable {
     }
 }
 
-/// A header sent with the connection request.
+/// One HTTP header field: sent with a connection request, or received with an upgrade's request or answer.
 public struct HTTPHeader: Sendable, Hashable {
+    /// The field name, sent as given (`Authorization`); response headers have it lower-cased.
     public var name: String
+    /// The field value.
     public var value: String
+    /// The header `name: value`.
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
@@ -29,6 +32,7 @@ public struct HTTPHeader: Sendable, Hashable {
 public struct ConnectionRequest: Sendable, Hashable {
     /// `ws`, `wss`, `http` or `https` URL.
     public var url: URL
+    /// Extra headers (cookies, authorization), sent after the ones the transport writes itself.
     public var headers: [HTTPHeader]
     /// WebSocket subprotocols to offer, in preference order.
     public var subprotocols: [String]
@@ -41,6 +45,7 @@ public struct ConnectionRequest: Sendable, Hashable {
     /// real network exposes every token and message.
     public var allowsInsecureTransportToRemoteHosts: Bool
 
+    /// A request for `url`; the other parameters set the properties of the same names.
     public init(url: URL, headers: [HTTPHeader] = [], subprotocols: [String] = [], origin: String? = nil,
                 connectTimeout: Duration = .seconds(20), allowsInsecureTransportToRemoteHosts: Bool = false) {
         self.url = url
@@ -58,6 +63,7 @@ public struct TransportOpenInfo: Sendable, Hashable {
     public var subprotocol: String?
     /// Response headers of the upgrade (names lower-cased).
     public var headers: [HTTPHeader]
+    /// Each parameter sets the property of the same name.
     public init(subprotocol: String? = nil, headers: [HTTPHeader] = []) {
         self.subprotocol = subprotocol
         self.headers = headers
@@ -66,6 +72,7 @@ public struct TransportOpenInfo: Sendable, Hashable {
 
 /// How a transport connection ended.
 public struct TransportClosure: Sendable, Hashable {
+    /// How the connection ended.
     public enum Kind: Sendable, Hashable {
         /// The peer sent a close frame (WebSocket) with this code and reason.
         case closedByPeer(code: Int?, reason: String)
@@ -77,10 +84,12 @@ public struct TransportClosure: Sendable, Hashable {
         case livenessTimeout
     }
 
+    /// How it ended.
     public var kind: Kind
     /// `true` when the connection never reached `opened`.
     public var duringOpen: Bool
 
+    /// A closure of `kind`; `duringOpen` is `true` when the connection never opened.
     public init(_ kind: Kind, duringOpen: Bool = false) {
         self.kind = kind
         self.duringOpen = duringOpen
@@ -135,6 +144,7 @@ public protocol RealtimeTransport: Sendable {
 }
 
 extension RealtimeTransport {
+    /// `false`: the transport verifies servers with the platform's trust.
     public var customizesTLSTrust: Bool { false }
 }
 

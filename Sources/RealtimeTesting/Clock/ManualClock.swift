@@ -18,6 +18,7 @@ public final class ManualClock: RealtimeClock {
 
     private let state = Locked(State())
 
+    /// A clock at time zero with nothing scheduled.
     public init() {}
 
     public func now() -> Duration { state.withLock { $0.now } }

@@ -95,6 +95,7 @@ public final class InMemoryPeer: Sendable {
         clientSide.peer.withLock { $0.peer = self }
     }
 
+    /// Whether the connection is opening, open or closed.
     public var phase: Phase { state.withLock { $0.phase } }
 
     /// Every frame the client sent, in order.

@@ -29,6 +29,7 @@ public final class ScriptedPeer: Sendable {
 
     private let state: Locked<State>
 
+    /// A script that runs `steps` in order.
     public init(_ steps: [Step]) {
         state = Locked(State(steps: steps))
     }

@@ -26,8 +26,11 @@ import Security
 /// its own terms, so there is no 407 or status in the error here as there is on Linux.
 public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEvaluating, HTTPClientProviding,
     CloseTimeoutProviding {
+    /// The settings every connection of this transport uses. `readCoalescing` has no effect here: there is
+    /// no event-loop group.
     public let configuration: WebSocketTransport.Configuration
 
+    /// A transport whose connections use `configuration`.
     public init(configuration: WebSocketTransport.Configuration = WebSocketTransport.Configuration()) {
         self.configuration = configuration
     }

@@ -1,8 +1,7 @@
 import RealtimeCore
 
-/// The server side of the HTTP/1.1 upgrade, without I/O, for embedded test servers: feed the client's
-/// bytes to `receive(_:)` until it returns the request, then write `acceptResponse(for:)` or, when it
-/// throws, `rejectionResponse(for:)`.
+/// The server side of the HTTP/1.1 upgrade, without I/O, as ``WebSocketServer`` runs it. Apps meet its
+/// ``Request``: in ``WebSocketServer/UpgradeDecider`` and as ``WebSocketServerConnection/request``.
 public struct WebSocketServerHandshake: Sendable {
     /// A parsed, valid upgrade request.
     public struct Request: Sendable, Hashable {
@@ -14,7 +13,9 @@ public struct WebSocketServerHandshake: Sendable {
         public var key: String
         /// Subprotocols the client offered, in its order of preference.
         public var subprotocols: [String]
+        /// The `Origin` header, or `nil` when absent.
         public var origin: String?
+        /// The `Host` header, or `nil` when absent.
         public var host: String?
 
         /// All values of the header `name` (any case) joined by ", ", or `nil` when absent.
