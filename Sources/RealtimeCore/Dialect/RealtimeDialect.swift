@@ -99,6 +99,7 @@ extension RealtimeDialect {
 
 /// Identifies an app request (`request`, or a dialect extension call) while it waits for its answer.
 @_spi(DialectAuthoring) public struct RequestID: Hashable, Sendable, CustomStringConvertible {
+    /// The number of the app operation that made the request, unique within the session.
     public let rawValue: UInt64
     /// The id numbered `rawValue`. The engine numbers requests; a machine only keeps and returns ids.
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }
@@ -153,6 +154,7 @@ extension RealtimeDialect {
 
 /// A message the app sends on a channel.
 @_spi(DialectAuthoring) public struct OutgoingMessage: Sendable, Hashable {
+    /// The channel it is sent on.
     public var channel: ChannelID
     /// The event name.
     public var event: String
@@ -219,6 +221,8 @@ extension RealtimeDialect {
 
 /// An asynchronous step the engine runs for a machine, such as an auth request.
 @_spi(DialectAuthoring) public struct DialectWork: Sendable {
+    /// Names the work: `workFinished` reports its result under this id, and an error it throws that is
+    /// not a `RealtimeError` becomes `.operationFailed` named after the id's kind.
     public var id: WorkID
     /// The step; the engine passes the context of the session it runs for.
     public var run: @Sendable (DialectWorkContext) async throws -> JSONValue
@@ -281,6 +285,8 @@ extension RealtimeDialect {
     case liveness(LivenessRule)
     /// Starts (or restarts) a timer; `timerFired` follows unless it is cancelled.
     case startTimer(TimerKey, after: Duration)
+    /// Stops a timer started with `.startTimer`, so its `timerFired` never comes; nothing when it is not
+    /// running.
     case cancelTimer(TimerKey)
     /// Runs asynchronous work; `workFinished` follows unless the connection ended first.
     case perform(DialectWork)

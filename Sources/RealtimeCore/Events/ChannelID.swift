@@ -16,6 +16,7 @@ public struct ChannelID: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
         self.params = params
     }
 
+    /// A channel named `value`, without parameters (`let room: ChannelID = "presence-room"`).
     public init(stringLiteral value: String) {
         self.init(value)
     }

@@ -7,12 +7,22 @@ import Foundation
 /// `.binary` exists because Socket.IO carries byte buffers inside its argument lists: dialects that
 /// support attachments extract them, and plain JSON serialization writes them as base64 strings.
 public enum JSONValue: Sendable, Hashable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// An integer that fits in `Int64`, kept exact: what the parser makes of every number without a
+    /// fraction or exponent, except `-0`.
     case integer(Int64)
+    /// Any other number: one with a fraction or exponent, an integer beyond `Int64`, or `-0`. Infinity
+    /// and NaN have no JSON form: a send refuses them, `serialized()` writes `null`.
     case double(Double)
+    /// A string, its escapes decoded.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object: its members by name, in no order (`serialized()` sorts them); when the parser
+    /// meets a name twice, the last value wins.
     case object([String: JSONValue])
     /// Bytes carried next to the JSON text (Socket.IO attachments). Not part of RFC 8259.
     case binary(Data)
@@ -101,30 +111,37 @@ extension JSONValue {
 }
 
 extension JSONValue: ExpressibleByNilLiteral {
+    /// `nil` as JSON `null`.
     public init(nilLiteral: ()) { self = .null }
 }
 
 extension JSONValue: ExpressibleByBooleanLiteral {
+    /// A Boolean literal as `.bool`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 
 extension JSONValue: ExpressibleByIntegerLiteral {
+    /// An integer literal as `.integer`.
     public init(integerLiteral value: Int64) { self = .integer(value) }
 }
 
 extension JSONValue: ExpressibleByFloatLiteral {
+    /// A floating-point literal as `.double`, even a whole one (`1.0`).
     public init(floatLiteral value: Double) { self = .double(value) }
 }
 
 extension JSONValue: ExpressibleByStringLiteral {
+    /// A string literal as `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
 }
 
 extension JSONValue: ExpressibleByArrayLiteral {
+    /// An array literal as `.array`.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
 }
 
 extension JSONValue: ExpressibleByDictionaryLiteral {
+    /// A dictionary literal as `.object`; a name given twice keeps its last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }

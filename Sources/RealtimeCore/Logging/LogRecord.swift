@@ -2,7 +2,18 @@ import Foundation
 
 /// Severity of a log record.
 public enum LogLevel: Int, Sendable, Hashable, Comparable, CustomStringConvertible {
-    case trace, debug, info, notice, warning, error
+    /// The most verbose: a line for every frame sent and received, its secrets masked.
+    case trace
+    /// Details for debugging: each connection attempt's URL, frames and sends dropped or ignored.
+    case debug
+    /// The connection's course: a connection ended, a reconnect attempt and its delay.
+    case info
+    /// Notable but normal; the package itself writes nothing at this level.
+    case notice
+    /// Something went wrong that the session recovers from (a silent link dropped).
+    case warning
+    /// A failure that ends the session (a server that does not speak the dialect).
+    case error
 
     public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
     public var description: String {

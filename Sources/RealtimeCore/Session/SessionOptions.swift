@@ -140,6 +140,7 @@ public struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
     /// A generator whose draws follow from `seed`: the same seed gives the same sequence.
     public init(seed: UInt64) { state = seed }
+    /// The next 64 bits of the seed's sequence. Not for cryptography: the sequence follows from the seed.
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

@@ -3,6 +3,8 @@ import Foundation
 
 /// A cancellable scheduled callback.
 public protocol ScheduledTimer: Sendable {
+    /// Keeps the callback from running if it has not run yet; calling it again, or after the callback ran,
+    /// does nothing.
     func cancel()
 }
 
@@ -22,11 +24,14 @@ public struct SystemClock: RealtimeClock {
     /// The system's clock. It holds no state: every instance reads the same time.
     public init() {}
 
+    /// The system's uptime (`DispatchTime.now()`), which only moves forward.
     public func now() -> Duration {
         let nanoseconds = DispatchTime.now().uptimeNanoseconds
         return .nanoseconds(Int64(nanoseconds))
     }
 
+    /// Runs `action` once on a global Dispatch queue, `delay` from now (at once when `delay` is negative).
+    /// Cancelling frees the timer at once.
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any ScheduledTimer {
         let source = DispatchSource.makeTimerSource(queue: .global())
         source.schedule(deadline: .now() + .nanoseconds(Int(clamping: max(0, delay.nanoseconds))))

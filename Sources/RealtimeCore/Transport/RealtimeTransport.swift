@@ -3,7 +3,9 @@ import Foundation
 /// One message on the wire: a WebSocket text or binary message (or, for Engine.IO long-polling,
 /// one packet of a polling payload).
 public enum TransportFrame: Sendable, Hashable {
+    /// A text message (UTF-8 on the wire).
     case text(String)
+    /// A binary message.
     case binary(Data)
 
     /// The payload's size in bytes (UTF-8 for text).
@@ -108,6 +110,8 @@ public struct TransportClosure: Sendable, Hashable {
 
 /// Events a transport connection reports, in order, from one thread at a time.
 public enum TransportEvent: Sendable {
+    /// The connection opened (the WebSocket upgrade, or the first long-polling request, succeeded), with what
+    /// the server answered. Never sent when opening fails: `closed` then comes alone, with `duringOpen` set.
     case opened(TransportOpenInfo)
     /// Everything one read decoded, in wire order.
     case received([TransportFrame])

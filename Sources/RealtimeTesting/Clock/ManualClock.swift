@@ -21,8 +21,11 @@ public final class ManualClock: RealtimeClock {
     /// A clock at time zero with nothing scheduled.
     public init() {}
 
+    /// The clock's time: zero at creation, moved only by ``advance(by:)``.
     public func now() -> Duration { state.withLock { $0.now } }
 
+    /// Queues `action` for `delay` from now (now when `delay` is negative). It runs inside the ``advance(by:)``
+    /// or ``runDue()`` call that reaches its deadline, never on its own; cancelling it lowers ``pendingCount``.
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any ScheduledTimer {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1

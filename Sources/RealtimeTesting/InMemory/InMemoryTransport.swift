@@ -35,6 +35,9 @@ public final class InMemoryTransport: RealtimeTransport {
     /// The newest connection.
     public var lastPeer: InMemoryPeer? { state.withLock { $0.peers.last } }
 
+    /// Creates the connection's ``InMemoryPeer``, adds it to ``peers`` and passes it to `onOpen`; then, with
+    /// `autoAccept`, accepts it unless `onOpen` already accepted, refused or closed it. Each of the peer's
+    /// calls reaches `handler` synchronously, on the calling thread.
     public func open(_ request: ConnectionRequest,
                      handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
         let peer = InMemoryPeer(request: request, index: state.withLock { $0.peers.count }, handler: handler)
@@ -68,7 +71,13 @@ public final class InMemoryTransport: RealtimeTransport {
 public final class InMemoryPeer: Sendable {
     /// Where the connection is.
     public enum Phase: Sendable, Hashable {
-        case opening, open, closed
+        /// The client asked to open; the test has not accepted or refused it yet.
+        case opening
+        /// Accepted with ``InMemoryPeer/accept(subprotocol:headers:)``; only now do the peer's sends reach
+        /// the client.
+        case open
+        /// Ended: refused, failed, dropped or closed by either side. Final.
+        case closed
     }
 
     private struct State {

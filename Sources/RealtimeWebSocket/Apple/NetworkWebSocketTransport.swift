@@ -51,6 +51,8 @@ public final class NetworkWebSocketTransport: RealtimeTransport, ServerTrustEval
         }
     }
 
+    /// Starts opening `request` over `NWConnection` (connect, TLS, upgrade within `request.connectTimeout`).
+    /// Failures, including a refused `ws://` to a remote host, arrive as the handler's one `.closed`.
     public func open(_ request: ConnectionRequest,
                      handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
         let connection = NetworkWebSocketConnection(configuration: configuration, request: request, handler: handler)

@@ -1,6 +1,8 @@
 /// Which end of the connection a codec speaks for. Clients mask what they send; servers must not.
 public enum WebSocketRole: Sendable, Hashable {
+    /// The client end: masks every frame it sends, and fails the connection (1002) on a masked frame.
     case client
+    /// The server end: sends frames unmasked, and fails the connection (1002) on an unmasked frame.
     case server
 }
 

@@ -10,7 +10,9 @@ public enum TLSPEMSource: Sendable, Hashable {
 
 /// The lowest TLS version a connection accepts.
 public enum TLSMinimumVersion: Sendable, Hashable {
+    /// TLS 1.2 or 1.3, whichever is the highest both ends speak; the default.
     case tls12
+    /// TLS 1.3 only: a peer that stops at 1.2 fails the handshake.
     case tls13
 }
 
