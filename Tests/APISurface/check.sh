@@ -5,7 +5,9 @@
 #     <kind> <full path> :: <declaration>
 # and compares it with the recorded baseline Tests/APISurface/<Module>.txt. A symbol that is not recorded
 # fails the check; a recorded symbol that disappeared is printed as a `warning: removed` line and fails too,
-# so that a removal is always a decision. `--update` rewrites the baselines instead of failing.
+# so that a removal is always a decision. `--update` rewrites the baselines instead of failing. A public
+# symbol without a doc comment (its own, or the one it inherits from the protocol requirement it implements)
+# fails the check in both modes.
 # Prints `api-surface: <Module> <count> public symbols` per module and `api-surface: passed` at the end.
 # Usage: Tests/APISurface/check.sh [--update]
 set -uo pipefail
@@ -43,6 +45,7 @@ case "$(uname -s)" in
 esac
 
 status=0
+undocumented=0
 for module in "${modules[@]}"; do
     out="$tmp/graphs/$module"
     mkdir -p "$out"
@@ -54,10 +57,11 @@ for module in "${modules[@]}"; do
     fi
     # One line per public symbol, from the module's own graph and its graphs of extensions to other
     # modules' types (`<Module>@<Other>.symbols.json`, listed with `(extension in <Other>)`).
-    python3 - "$module" "$out" >"$tmp/$module.txt" <<'EOF' || fail "reading the symbol graph of $module"
+    python3 - "$module" "$out" "$tmp/$module.undocumented" >"$tmp/$module.txt" <<'EOF' || fail "reading the symbol graph of $module"
 import json, os, re, sys
-module, directory = sys.argv[1], sys.argv[2]
+module, directory, undocumented_path = sys.argv[1], sys.argv[2], sys.argv[3]
 lines = set()
+undocumented = set()
 for name in sorted(os.listdir(directory)):
     if not name.endswith(".symbols.json"):
         continue
@@ -73,11 +77,20 @@ for name in sorted(os.listdir(directory)):
         declaration = re.sub(r"\s+", " ", declaration).strip()
         where = f" (extension in {extended})" if extended else ""
         lines.add(f"{kind} {path}{where} :: {declaration}")
+        if "docComment" not in symbol:
+            undocumented.add(f"{kind} {path}{where}")
 for line in sorted(lines):
     print(line)
+with open(undocumented_path, "w") as f:
+    f.writelines(line + "\n" for line in sorted(undocumented))
 EOF
     count=$(wc -l <"$tmp/$module.txt")
     echo "api-surface: $module $count public symbols"
+    if [ -s "$tmp/$module.undocumented" ]; then
+        echo "api-surface: $module has public symbols without a /// comment:" >&2
+        sed 's/^/  ? /' "$tmp/$module.undocumented" >&2
+        undocumented=1
+    fi
     baseline="$here/$module.txt"
     if [ "$update" = 1 ]; then
         cp "$tmp/$module.txt" "$baseline"
@@ -101,6 +114,10 @@ EOF
     fi
 done
 
+if [ "$undocumented" = 1 ]; then
+    echo "api-surface: FAILED (public API without documentation; every public symbol has a /// comment)" >&2
+    exit 1
+fi
 if [ "$update" = 1 ]; then
     echo "api-surface: baselines rewritten in ${here#"$root/"}"
 elif [ "$status" = 0 ]; then
