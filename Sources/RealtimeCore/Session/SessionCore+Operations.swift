@@ -65,14 +65,37 @@ extension SessionCore {
         }
     }
 
-    mutating func channelStopped(_ channel: ChannelID, state newState: ChannelState, error: RealtimeError,
-                                 effects: inout [EngineEffect]) {
-        guard let leftovers = channels.markStopped(channel, as: newState) else { return }
-        failWaitersAndQueue(leftovers, with: error, effects: &effects)
-        deliveries.append(.error(error))
-        let kind: ChannelLifecycleEvent.Kind =
-            if case .endedByServer = newState { .endedByServer(error) } else { .rejected(error) }
-        deliveries.append(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: kind)))
+    /// How the server stopped a channel; the state, the error and the lifecycle event all follow from it.
+    enum ChannelStop {
+        case rejected(RealtimeError)
+        case endedByServer(RealtimeError)
+
+        var error: RealtimeError {
+            switch self {
+            case .rejected(let error), .endedByServer(let error): error
+            }
+        }
+
+        var state: ChannelState {
+            switch self {
+            case .rejected(let error): .rejected(error)
+            case .endedByServer(let error): .endedByServer(error)
+            }
+        }
+
+        var lifecycle: ChannelLifecycleEvent.Kind {
+            switch self {
+            case .rejected(let error): .rejected(error)
+            case .endedByServer(let error): .endedByServer(error)
+            }
+        }
+    }
+
+    mutating func channelStopped(_ channel: ChannelID, _ stop: ChannelStop, effects: inout [EngineEffect]) {
+        guard let leftovers = channels.markStopped(channel, as: stop.state) else { return }
+        failWaitersAndQueue(leftovers, with: stop.error, effects: &effects)
+        deliveries.append(.error(stop.error))
+        deliveries.append(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: stop.lifecycle)))
     }
 
     // MARK: Sends and requests

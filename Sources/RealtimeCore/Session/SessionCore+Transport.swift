@@ -162,9 +162,9 @@ extension SessionCore {
             channelSubscribed(channel, recovered: recovered, effects: &effects)
         case .subscriptionPayload(let channel, let payload): channels.storePayload(payload, for: channel)
         case .subscriptionFailed(let channel, let error):
-            channelStopped(channel, state: .rejected(error), error: error, effects: &effects)
+            channelStopped(channel, .rejected(error), effects: &effects)
         case .channelEnded(let channel, let error):
-            channelStopped(channel, state: .endedByServer(error), error: error, effects: &effects)
+            channelStopped(channel, .endedByServer(error), effects: &effects)
         case .channelPending(let channel): channels.markPending(channel)
         case .resolveRequest(let id, let result): resolveRequest(id, result, effects: &effects)
         case .liveness(let rule): adoptLiveness(rule, effects: &effects)
