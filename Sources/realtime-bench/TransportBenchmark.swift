@@ -11,12 +11,13 @@ import Glibc
 /// `realtime-bench transport`: loopback throughput over ws:// and wss:// against a blaster child process,
 /// beside a parse-only floor measured in the same run, then 10,000 idle connections.
 ///
-/// With `--json`, one figure per line (msg per client CPU-second best and median per series, the record layer,
+/// With `--json`, one figure per line (msg per client CPU-second best and median per series, the record layer
+/// best and median,
 /// deflate, idle connections) and the prose on stderr; `--quick` is a smoke run (20,000 frames, 2 rounds, 200 idle
 /// connections).
 ///
 /// Options: `--count N` (frames, default 1,000,000), `--rounds N` (default 15), `--idle N` (connections, default 10,000),
-/// `--skip-idle`, `--skip-tls`, `--skip-deflate`, `--deflate-rounds N` (default 5), `--deflate-level N` (with `--only deflate`; default 6), `--cipher aes|chacha` (default: aes, the library's fixed default), `--only ws|wss|wss-openssl|deflate`
+/// `--record-passes N` (record layer alone, default 7), `--skip-idle`, `--skip-tls`, `--skip-deflate`, `--deflate-rounds N` (default 5), `--deflate-level N` (with `--only deflate`; default 6), `--cipher aes|chacha` (default: aes, the library's fixed default), `--only ws|wss|wss-openssl|deflate`
 /// (one series alone, for profiling). Child roles (spawned by the benchmark itself): `blaster`, `idle-server`.
 enum TransportBenchmark {
     static let payloadSize = 150
@@ -60,23 +61,29 @@ enum TransportBenchmark {
         let floor = parseOnlyFloor(count: count)
         out.say(String(format: "  parse-only floor (codec, from memory): %.2f M msg/s", floor / 1e6))
         out.figure("transport", "codec-floor", "msg_per_s", floor)
-        let recordLayer = try certificates.map { try tlsRecordFloor(certificates: $0, cipher: cipher, reading: .directDecryptionOptimization) }
-        let openSSLRecordLayer = try certificates.map { try tlsRecordFloor(certificates: $0, cipher: cipher, reading: .openSSL) }
-        if let recordLayer, let openSSLRecordLayer {
+        let recordPasses = option("--record-passes", in: arguments) ?? (quick ? 2 : 7)
+        let recordLayer = try certificates.map { try recordLayerSpeeds(certificates: $0, cipher: cipher, passes: recordPasses) }
+        if let speeds = recordLayer {
             // What wss adds, measured without sockets: the direct reader (one AEAD pass into the decoder's
             // buffer) and OpenSSL's record path (copy in, decrypt, copy out), beside the AEAD alone.
             let bytes = Double(count * encodedFrame().count)
-            out.say(String(format: "  wss record layer alone (TLSEngine, from memory, per %d frames): direct decryption optimization %.2f GB/s = %.0f ms; OpenSSL's record layer (the default) %.2f GB/s = %.0f ms; direct / OpenSSL = %.2f×",
-                         count, recordLayer.engine / 1e9, bytes / recordLayer.engine * 1e3,
-                         openSSLRecordLayer.engine / 1e9, bytes / openSSLRecordLayer.engine * 1e3,
-                         recordLayer.engine / openSSLRecordLayer.engine))
+            func milliseconds(_ speed: Double, frames: Double = bytes) -> Double { frames / speed * 1e3 }
+            out.say(String(format: "  wss record layer alone (TLSEngine, from memory, per %d frames, best / median of %d interleaved passes): direct decryption optimization %.1f / %.1f ms; OpenSSL's record layer (the default) %.1f / %.1f ms; OpenSSL / direct = %.2f× / %.2f×",
+                         count, recordPasses, milliseconds(speeds.direct.best), milliseconds(speeds.direct.median),
+                         milliseconds(speeds.openSSL.best), milliseconds(speeds.openSSL.median),
+                         speeds.direct.best / speeds.openSSL.best, speeds.direct.median / speeds.openSSL.median))
             let million = Double(1_000_000 * encodedFrame().count)
-            out.figure("transport", "record-layer-direct", "ms_per_1m_frames", million / recordLayer.engine * 1e3,
-                       baseline: "record-layer-openssl", baselineValue: million / openSSLRecordLayer.engine * 1e3)
+            out.figure("transport", "record-layer-direct", "ms_per_1m_frames", milliseconds(speeds.direct.best, frames: million),
+                       baseline: "record-layer-openssl", baselineValue: milliseconds(speeds.openSSL.best, frames: million))
+            out.figure("transport", "record-layer-direct", "ms_per_1m_frames_median",
+                       milliseconds(speeds.direct.median, frames: million),
+                       baseline: "record-layer-openssl", baselineValue: milliseconds(speeds.openSSL.median, frames: million))
+            out.figure("transport", "run", "record_layer_passes", Double(recordPasses))
+            let evp = TLSCipherSuites.sealBytesPerSecond(cipher)
             let wide = wideOpenBytesPerSecond()
             out.figure("transport", "aead-vaes", "bytes_per_s", wide > 0 ? wide : nil,
-                       baseline: "aead-evp", baselineValue: recordLayer.aead, note: wide > 0 ? nil : "no VAES here")
-            out.say(String(format: "  the AEAD alone on 16 KiB records: OpenSSL's EVP %.2f GB/s = %.0f ms", recordLayer.aead / 1e9, bytes / recordLayer.aead * 1e3)
+                       baseline: "aead-evp", baselineValue: evp, note: wide > 0 ? nil : "no VAES here")
+            out.say(String(format: "  the AEAD alone on 16 KiB records: OpenSSL's EVP %.2f GB/s = %.0f ms", evp / 1e9, bytes / evp * 1e3)
                   + (wide > 0 ? String(format: "; the direct reader's VAES AES-GCM opener %.2f GB/s = %.0f ms", wide / 1e9, bytes / wide * 1e3)
                               : " (no VAES here: the direct reader uses EVP)"))
         }
@@ -145,7 +152,7 @@ enum TransportBenchmark {
             if let recordLayer {
                 // The slowdown the record layer alone implies for the median ws round, all else equal.
                 let wsSeconds = Double(count) / median(plainRuns.map(\.perCPUSecond))
-                let recordSeconds = Double(count * encodedFrame().count) / recordLayer.engine
+                let recordSeconds = Double(count * encodedFrame().count) / recordLayer.direct.median
                 out.say(String(format: "  record layer's share: %.1f %% (of a wss round at the median ws cost plus the record layer's time)",
                              recordSeconds / (wsSeconds + recordSeconds) * 100))
             }
@@ -222,37 +229,44 @@ enum TransportBenchmark {
         return best
     }
 
-    /// Decrypt speed of a client TLSEngine reading the blaster's kind of records (16 KiB, from 157 KB
-    /// writes) in 64 KiB reads, as the channel does; best of three passes over 10 MB.
-    static func tlsRecordFloor(certificates: BenchmarkCertificates, cipher: TLSCipherPreference,
-                               reading: TLSRecordReading) throws -> (engine: Double, aead: Double) {
-        let client = try TLSEngine(client: TLSContext(client: TLSConfiguration(
-            trustsSystemRoots: false, additionalTrustRoots: [.file(certificates.ca)], cipherPreference: cipher,
-            recordReading: reading)), host: "127.0.0.1")
-        let server = try TLSEngine(server: TLSContext(server: TLSServerConfiguration(
-            certificateChain: .file(certificates.certificate), privateKey: .file(certificates.key))))
-        var toServer: [UInt8] = []
-        var toClient: [UInt8] = []
-        for _ in 0..<10 where !(client.isHandshakeComplete && server.isHandshakeComplete) {
-            _ = try client.advanceHandshake()
-            client.drainCiphertext(into: &toServer)
-            toServer.withUnsafeBytes { server.receiveCiphertext($0) }
-            toServer = []
-            _ = try server.advanceHandshake()
-            server.drainCiphertext(into: &toClient)
-            toClient.withUnsafeBytes { client.receiveCiphertext($0) }
-            toClient = []
-        }
+    /// A client TLSEngine reading the blaster's kind of records (16 KiB, from 157 KB writes) in 64 KiB
+    /// reads, as the channel does, from memory: one `pass()` decrypts about 10 MB.
+    final class RecordLayerRig {
+        let client: TLSEngine
+        let server: TLSEngine
         let writes = Array([[UInt8]](repeating: encodedFrame(), count: 1000).joined())
-        let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: WebSocketChannelSizes.tlsReadSize, alignment: 16)
-        defer { plaintext.deallocate() }
-        var best = Double.infinity
-        for _ in 0..<3 {
+        var bytesPerPass: Int { 64 * writes.count }
+
+        init(certificates: BenchmarkCertificates, cipher: TLSCipherPreference, reading: TLSRecordReading) throws {
+            client = try TLSEngine(client: TLSContext(client: TLSConfiguration(
+                trustsSystemRoots: false, additionalTrustRoots: [.file(certificates.ca)], cipherPreference: cipher,
+                recordReading: reading)), host: "127.0.0.1")
+            server = try TLSEngine(server: TLSContext(server: TLSServerConfiguration(
+                certificateChain: .file(certificates.certificate), privateKey: .file(certificates.key))))
+            var toServer: [UInt8] = []
+            var toClient: [UInt8] = []
+            for _ in 0..<10 where !(client.isHandshakeComplete && server.isHandshakeComplete) {
+                _ = try client.advanceHandshake()
+                client.drainCiphertext(into: &toServer)
+                toServer.withUnsafeBytes { server.receiveCiphertext($0) }
+                toServer = []
+                _ = try server.advanceHandshake()
+                server.drainCiphertext(into: &toClient)
+                toClient.withUnsafeBytes { client.receiveCiphertext($0) }
+                toClient = []
+            }
+        }
+
+        /// Seconds to decrypt one pass.
+        func pass() throws -> Double {
+            let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: WebSocketChannelSizes.tlsReadSize, alignment: 16)
+            defer { plaintext.deallocate() }
             var records: [UInt8] = []
             for _ in 0..<64 { try server.writePlaintext(writes) }
             server.drainCiphertext(into: &records)
             var decrypted = 0
             var failure: RealtimeError?
+            let client = client
             let start = DispatchTime.now().uptimeNanoseconds
             records.withUnsafeMutableBytes { all in
                 for offset in stride(from: 0, to: all.count, by: WebSocketChannelSizes.tlsReadSize) {
@@ -284,10 +298,33 @@ enum TransportBenchmark {
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             if let failure { throw failure }
-            guard decrypted == 64 * writes.count else { throw BenchmarkFailure("the record floor decrypted \(decrypted) bytes") }
-            best = min(best, seconds)
+            guard decrypted == bytesPerPass else { throw BenchmarkFailure("the record floor decrypted \(decrypted) bytes") }
+            return seconds
         }
-        return (Double(64 * writes.count) / best, TLSCipherSuites.sealBytesPerSecond(cipher))
+    }
+
+    /// Record-layer speeds of the direct reader and OpenSSL's, in bytes per second: best and median of
+    /// interleaved passes, so both see the same machine.
+    struct RecordLayerSpeeds {
+        var direct: (best: Double, median: Double)
+        var openSSL: (best: Double, median: Double)
+    }
+
+    static func recordLayerSpeeds(certificates: BenchmarkCertificates, cipher: TLSCipherPreference,
+                                  passes: Int) throws -> RecordLayerSpeeds {
+        let direct = try RecordLayerRig(certificates: certificates, cipher: cipher, reading: .directDecryptionOptimization)
+        let openSSL = try RecordLayerRig(certificates: certificates, cipher: cipher, reading: .openSSL)
+        _ = try (direct.pass(), openSSL.pass())  // warm-up
+        var directSeconds: [Double] = []
+        var openSSLSeconds: [Double] = []
+        for _ in 0..<passes {
+            directSeconds.append(try direct.pass())
+            openSSLSeconds.append(try openSSL.pass())
+        }
+        func speeds(_ rig: RecordLayerRig, _ seconds: [Double]) -> (best: Double, median: Double) {
+            (Double(rig.bytesPerPass) / seconds.min()!, Double(rig.bytesPerPass) / median(seconds))
+        }
+        return RecordLayerSpeeds(direct: speeds(direct, directSeconds), openSSL: speeds(openSSL, openSSLSeconds))
     }
 
     /// Bytes per second the VAES/VPCLMULQDQ opener decrypts and verifies in 16 KiB records (best of

@@ -55,7 +55,7 @@ for row in ["parse-jsonvalue.parse-string", "parse-jsondecoder-struct-data", "ne
         baseline = "nested-jsonserialization-data" if row.startswith("nested") else (
             "write-jsonserialization-sorted-keys" if row.startswith("write") else "parse-jsonserialization-data")
         expected[("json", row, metric, baseline)] = True
-for metric in ["frames_per_round", "rounds", "deflate_rounds", "idle_connections"]:
+for metric in ["frames_per_round", "rounds", "deflate_rounds", "idle_connections", "record_layer_passes"]:
     expected[("transport", "run", metric, None)] = True
 expected[("transport", "codec-floor", "msg_per_s", None)] = True
 for case, baseline in [("ws", "codec-floor"), ("wss-direct", "ws"), ("wss-openssl", "ws"),
@@ -67,7 +67,8 @@ for case, baseline in [("ws", "codec-floor"), ("wss-direct", "ws"), ("wss-openss
 for case in ["deflate-event", "deflate-document"]:
     for metric in ["wire_bytes_per_message", "compress_us_per_message", "decode_us_per_message"]:
         expected[("transport", case, metric, "uncompressed")] = True
-expected[("transport", "record-layer-direct", "ms_per_1m_frames", "record-layer-openssl")] = True
+for metric in ["ms_per_1m_frames", "ms_per_1m_frames_median"]:
+    expected[("transport", "record-layer-direct", metric, "record-layer-openssl")] = True
 expected[("transport", "aead-vaes", "bytes_per_s", "aead-evp")] = True  # its value is null (with a note) without VAES
 for case in ["idle-ws", "idle-wss"]:
     for metric in ["connections_open", "rss_bytes_per_connection", "threads"]:
