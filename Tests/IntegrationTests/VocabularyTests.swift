@@ -205,6 +205,55 @@ struct VocabularyTests {
         #expect(answer.auth == "app-key:signed-private-x")
     }
 
+    @Test("an auth provider that throws refuses the channel with the same error on Socket.IO, Pusher and Bird",
+          .timeLimit(.minutes(1)))
+    func providerFailuresAreTheSameEverywhere() async throws {
+        struct Offline: Error {}
+        /// Accepts and greets as a server of `vendor` ("socket.io", "pusher" or "bird") would.
+        func server(_ vendor: String) -> InMemoryTransport {
+            InMemoryTransport(autoAccept: false) { peer in
+                peer.accept()
+                guard vendor != "socket.io" else {
+                    peer.send(text: #"0{"sid":"eio","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":100000}"#)
+                    return
+                }
+                let idKey = vendor == "bird" ? "connection_id" : "socket_id"
+                let established = JSONValue.object([idKey: "1.2", "activity_timeout": 120]).serialized()
+                peer.send(text: JSONValue.object(["event": .string("\(vendor):connection_established"),
+                                                  "data": .string(established)]).serialized())
+            }
+        }
+        let options = SessionOptions(delivery: .inline, clock: ManualClock())
+        let url = URL(string: "http://127.0.0.1:1")!
+        for (thrown, code, message) in [
+            (Offline() as any Error, RealtimeError.Code.operationFailed, "auth provider threw: Offline()"),
+            (RealtimeError(.authorizationFailed, "token expired"), .authorizationFailed, "token expired"),
+        ] {
+            let sessions: [(RealtimeSession, ChannelID)] = [
+                (RealtimeSession(dialect: .socketIO(url: url, auth: .provider { _ in throw thrown }),
+                                 transport: server("socket.io"), options: options), "/chat"),
+                (RealtimeSession(dialect: .pusher(key: "k", auth: .provider { _ in throw thrown }, host: "127.0.0.1"),
+                                 transport: server("pusher"), options: options), "private-chat"),
+                (RealtimeSession(dialect: .bird(key: "k", auth: .provider { _ in throw thrown }, host: "127.0.0.1"),
+                                 transport: server("bird"), options: options), "private-chat"),
+            ]
+            for (session, name) in sessions {
+                defer { session.disconnect() }
+                try await session.connect()
+                let channel = session.channel(name)
+                do {
+                    try await channel.subscribed()
+                    Issue.record("\(session.dialectName): \(name) was joined although its provider threw")
+                } catch let error as RealtimeError {
+                    #expect(error.code == code, "\(session.dialectName)")
+                    #expect(error.message.hasSuffix(message), "\(session.dialectName): \(error.message)")
+                    #expect(error.context.channel == name, "\(session.dialectName)")
+                    #expect(channel.state == .rejected(error), "\(session.dialectName)")
+                }
+            }
+        }
+    }
+
     @Test("perform, request, signIn and presence throw .unsupported at once off their dialect, before any connection",
           .timeLimit(.minutes(1)))
     func offDialectCalls() async throws {

@@ -210,13 +210,38 @@ struct MachineNamespaceTests {
         #expect(harness.finish(work.id, .success(["token": "x"])).isEmpty)
     }
 
-    @Test func authProviderFailureRefusesTheNamespace() {
-        var harness = MachineHarness(auth: .provider { _ in throw RealtimeError(.transportFailed, "down") })
+    @Test("a provider that throws refuses the namespace with the RealtimeError it threw, kept as it was")
+    func authProviderFailureRefusesTheNamespace() {
+        var harness = MachineHarness(auth: .provider { _ in throw RealtimeError(.authorizationFailed, "expired") })
         harness.connect()
         let work = harness.command(.subscribe("/chat")).work[0]
-        let actions = harness.finish(work.id, .failure(RealtimeError(.transportFailed, "down")))
+        let actions = harness.finish(work.id, .failure(RealtimeError(.authorizationFailed, "expired")))
         #expect(actions.subscriptionFailures.map(\.0) == ["/chat"])
         #expect(actions.subscriptionFailures.first?.1.code == .authorizationFailed)
+        #expect(actions.subscriptionFailures.first?.1.message == "expired")
+        #expect(actions.subscriptionFailures.first?.1.context.channel == "/chat")
+        #expect(actions.sentFrames.isEmpty)
+    }
+
+    @Test("a provider's own error is .operationFailed naming what it threw, as on Pusher and Action Cable")
+    func authProviderForeignError() async throws {
+        struct Offline: Error {}
+        var harness = MachineHarness(auth: .provider { _ in throw Offline() })
+        harness.connect()
+        let work = try #require(harness.command(.subscribe("/chat")).work.first)
+        let thrown: RealtimeError
+        do {
+            _ = try await work.run(DialectWorkContext())
+            Issue.record("the provider's error was not thrown")
+            return
+        } catch {
+            thrown = try #require(error as? RealtimeError)
+        }
+        #expect(thrown.code == .operationFailed)
+        #expect(thrown.message == "the Socket.IO auth provider threw: Offline()")
+        let actions = harness.finish(work.id, .failure(thrown))
+        #expect(actions.subscriptionFailures.first?.1.code == .operationFailed)
+        #expect(actions.subscriptionFailures.first?.1.context.channel == "/chat")
         #expect(actions.sentFrames.isEmpty)
     }
 

@@ -256,8 +256,9 @@ public enum SocketIOAuth: Sendable, ExpressibleByDictionaryLiteral {
     /// The same payload every time: an object such as `["token": "…"]`.
     case value(JSONValue)
     /// Asked again before every namespace CONNECT, on the first connection and after every reconnect,
-    /// so expiring tokens can be refreshed. Throwing refuses that namespace with `.authorizationFailed`;
-    /// returning something other than an object refuses it with `.invalidArgument`.
+    /// so expiring tokens can be refreshed. Throwing refuses that namespace: with the thrown error's code
+    /// when it is a `RealtimeError` (such as `.authorizationFailed`), else with `.operationFailed`, as on
+    /// the other dialects; returning something other than an object refuses it with `.invalidArgument`.
     case provider(@Sendable (_ namespace: ChannelID) async throws -> JSONValue)
 
     /// `["token": "…"]` is `.value(.object(["token": "…"]))`.

@@ -416,7 +416,17 @@ import Foundation
             workSerial += 1
             namespaces[name] = Namespace(channel: channel, state: .authorizing(workSerial))
             let id = WorkID(kind: .socketIOAuth, channel: channel, serial: workSerial)
-            actions.append(.perform(DialectWork(id: id) { try await provider(channel) }))
+            actions.append(.perform(DialectWork(id: id) {
+                // As on the other dialects: a RealtimeError passes through, anything else is the app's failure.
+                do {
+                    return try await provider(channel)
+                } catch let error as RealtimeError {
+                    throw error
+                } catch {
+                    throw RealtimeError(.operationFailed, "the Socket.IO auth provider threw: \(error)",
+                                        context: .init(channel: channel, detail: String(describing: error)))
+                }
+            }))
         case .value(let value):
             // A CONNECT payload that is not an object makes the server drop the whole connection, and
             // the next connection the same way: refuse the namespace instead.
@@ -462,12 +472,9 @@ import Foundation
                 return
             }
             sendConnect(name, auth: value, actions: &actions)
-        case .failure(let failure):
+        case .failure(var error):
             namespaces[name] = nil
-            var context = failure.context
-            context.channel = channel
-            let error = RealtimeError(.authorizationFailed, "auth provider failed: \(failure.message)",
-                                      context: context)
+            error.context.channel = channel
             actions.append(.subscriptionFailed(channel, error))
         }
     }
