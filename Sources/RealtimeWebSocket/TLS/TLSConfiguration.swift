@@ -47,9 +47,9 @@ public enum TLSRecordReading: Sendable, Hashable {
     /// differential fuzz target holds it to that.
     ///
     /// Measured gain (`swift run -c release realtime-bench transport`, 2-core x86-64 VM with VAES,
-    /// TLS 1.3 AES-128-GCM, 1 M × 150-byte frames, both readers in the same run, six runs): the record
-    /// layer alone, from memory, is 2.3–3.9× as fast as OpenSSL's (20–23 ms against 52–85 ms; OpenSSL's
-    /// time varies most between runs); a whole wss receive over loopback gets 1.12–1.21× the messages per
+    /// TLS 1.3 AES-128-GCM, 1 M × 150-byte frames, both readers in the same run, seven runs): the record
+    /// layer alone, from memory, is 2.3–3.9× as fast as OpenSSL's (20–23 ms against 51–85 ms; OpenSSL's
+    /// time varies most between runs); a whole wss receive over loopback gets 1.12–1.22× the messages per
     /// client CPU-second on the best rounds and 1.12–1.22× on the medians (7–25 % below ws instead of
     /// 18–33 %). Where VAES is missing the AEAD is EVP's and the gain is smaller (1.4× for the record layer).
     case directDecryptionOptimization
