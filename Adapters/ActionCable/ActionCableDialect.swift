@@ -156,14 +156,7 @@ public struct ActionCableDialect: RealtimeDialect {
             return .ready(request(with: credentials))
         case .provider(let provider)?:
             return .deferred { [self] in
-                do {
-                    return request(with: try await provider())
-                } catch let error as RealtimeError {
-                    throw error
-                } catch {
-                    throw RealtimeError(.operationFailed, "the Action Cable auth provider threw: \(error)",
-                                        context: .init(detail: String(describing: error)))
-                }
+                request(with: try await RealtimeError.runningAppClosure("the Action Cable auth provider", provider))
             }
         }
     }

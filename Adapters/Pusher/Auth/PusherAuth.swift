@@ -72,15 +72,9 @@ public enum PusherAuth: Sendable {
                    context: DialectWorkContext) async throws(RealtimeError) -> PusherAuthorization {
         switch self {
         case .provider(let body):
-            do {
-                return try await body(request)
-            } catch let error as RealtimeError {
-                throw error
-            } catch {
-                throw RealtimeError(.operationFailed, "the \(request.vendor.name) auth provider threw: \(error)",
-                                    context: .init(channel: request.channel.map { ChannelID($0) },
-                                                   detail: String(describing: error)))
-            }
+            return try await RealtimeError.runningAppClosure(
+                "the \(request.vendor.name) auth provider", channel: request.channel.map { ChannelID($0) }
+            ) { try await body(request) }
         case .inline(let secret, let presenceData, let userData, let masterKey):
             return try Self.signInline(request, key: key, secret: secret, presenceData: presenceData,
                                        userData: userData, masterKey: masterKey)
@@ -90,16 +84,8 @@ public enum PusherAuth: Sendable {
                 return try Self.signInline(request, key: key, secret: secret, presenceData: nil, userData: nil,
                                            masterKey: masterKey)
             }
-            let member: PresenceMember
-            do {
-                member = try await fetch()
-            } catch let error as RealtimeError {
-                throw error
-            } catch {
-                throw RealtimeError(.operationFailed, "the \(request.vendor.name) userDataFetcher threw",
-                                    context: .init(channel: request.channel.map { ChannelID($0) },
-                                                   detail: String(describing: error)))
-            }
+            let member = try await RealtimeError.runningAppClosure(
+                "the \(request.vendor.name) userDataFetcher", channel: request.channel.map { ChannelID($0) }, fetch)
             let vendor = request.vendor
             let idKey = request.channel == nil ? vendor.signinIDKey : vendor.memberIDKey
             var identity: [String: JSONValue] = [idKey: .string(member.id)]

@@ -417,14 +417,8 @@ import Foundation
             namespaces[name] = Namespace(channel: channel, state: .authorizing(workSerial))
             let id = WorkID(kind: .socketIOAuth, channel: channel, serial: workSerial)
             actions.append(.perform(DialectWork(id: id) {
-                // As on the other dialects: a RealtimeError passes through, anything else is the app's failure.
-                do {
-                    return try await provider(channel)
-                } catch let error as RealtimeError {
-                    throw error
-                } catch {
-                    throw RealtimeError(.operationFailed, "the Socket.IO auth provider threw: \(error)",
-                                        context: .init(channel: channel, detail: String(describing: error)))
+                try await RealtimeError.runningAppClosure("the Socket.IO auth provider", channel: channel) {
+                    try await provider(channel)
                 }
             }))
         case .value(let value):
