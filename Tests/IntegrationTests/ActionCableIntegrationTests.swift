@@ -75,6 +75,21 @@ struct ActionCableIntegrationTests {
         try await cableWaitUntil("the HTTP broadcast") { alice.messages(on: lobby) == [["text": "from HTTP"]] }
     }
 
+    @Test("session.ping(): puma's WebSocket layer answers the ping; nothing reaches a handler")
+    func pingRoundTrip() async throws {
+        let server = try await RailsCableServer.start()
+        defer { server.stop() }
+        let alice = CableLiveClient(server, token: "valid-alice")
+        try await alice.session.connect()
+        _ = try await alice.join(cableRoom42)
+        let seen = alice.events.withLock { $0.count }
+        let first = try await alice.session.ping()
+        let second = try await alice.session.ping()
+        for roundTrip in [first, second] { #expect(roundTrip > .zero && roundTrip < .seconds(10)) }
+        #expect(alice.events.withLock { $0.count } == seen)
+        #expect(alice.session.state == .connected)
+    }
+
     @Test("perform round trips: whisper (transmit), receive (no action), and a bare-number broadcast")
     func performRoundTrip() async throws {
         let server = try await RailsCableServer.start()

@@ -113,6 +113,18 @@ struct PusherFakeTests {
         }
     }
 
+    @Test("pusher-fake proves: session.ping() gets its pong from the server's WebSocket layer, no Pusher message involved")
+    func pingRoundTrip() async throws {
+        try await withPusherFake { server, _ in
+            let session = PusherFake.session(server)
+            defer { session.disconnect() }
+            try await session.connect()
+            let roundTrip = try await session.ping()
+            #expect(roundTrip > .zero && roundTrip < .seconds(10))
+            #expect(session.state == .connected)
+        }
+    }
+
     @Test("pusher-fake proves: private channel authorised by an HTTP endpoint the official SDK signs")
     func privateEndpoint() async throws {
         try await withPusherFake { server, app in

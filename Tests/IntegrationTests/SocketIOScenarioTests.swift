@@ -86,6 +86,34 @@ struct SocketIOScenarioTests {
         }
     }
 
+    @Test("session.ping(): python-socketio's WebSocket layer answers the ping (after the upgrade too); long-polling alone cannot",
+          arguments: SocketIOCarrier.available)
+    func pingRoundTrip(carrier: SocketIOCarrier) async throws {
+        try await withSocketIOPeer { peer in
+            let client = SocketIOClient(peer: peer, carrier: carrier)
+            try await client.session.connect()
+            try await client.channel("/").subscribed()
+            if carrier == .polling {
+                let refused = await #expect(throws: RealtimeError.self) { try await client.session.ping() }
+                #expect(refused?.code == .unsupported)
+            } else {
+                var roundTrip: Duration?
+                for _ in 0..<100 where roundTrip == nil {
+                    do {
+                        roundTrip = try await client.session.ping()
+                    } catch let error as RealtimeError where error.code == .unsupported && carrier == .upgrade {
+                        try await Task.sleep(for: .milliseconds(20))  // the upgrade finishes in the background
+                    }
+                }
+                let measured = try #require(roundTrip)
+                #expect(measured > .zero && measured < .seconds(10))
+                #expect(try await client.channel("/").request("sum", [2]) == [["sum": 2]])
+            }
+            #expect(client.session.state == .connected)
+            client.session.disconnect()
+        }
+    }
+
     @Test(arguments: SocketIOCarrier.available)
     func authRefusedAndUnknownNamespace(carrier: SocketIOCarrier) async throws {
         try await withSocketIOPeer { peer in

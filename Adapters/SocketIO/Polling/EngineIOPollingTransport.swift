@@ -42,7 +42,7 @@ struct EngineIOPollingTransport: RealtimeTransport {
 /// One Engine.IO polling connection. Inputs from any thread go through a ``SerialMailbox``: the thread
 /// that finds it idle drains it, so the state machine sees one input at a time and the handler is never
 /// re-entered.
-private final class PollingConnection: TransportConnection {
+private final class PollingConnection: RoundTripMeasuring {
     private struct IO {
         var probe: (any TransportConnection)?
         var closeTimer: Task<Void, Never>?
@@ -64,6 +64,16 @@ private final class PollingConnection: TransportConnection {
         self.handler = handler
         machine = Locked(EngineIOPolling(request: request, upgrade: upgradeTransport != nil, closeTimeout: closeTimeout))
         self.client = client
+    }
+
+    /// Long-polling has no ping of its own: once upgraded, the WebSocket's ping measures the round trip.
+    func ping() async throws -> Duration {
+        let upgraded = machine.withLock { $0.isUpgraded } ? io.withLock { $0.probe } as? any RoundTripMeasuring : nil
+        guard let upgraded else {
+            throw RealtimeError(.unsupported, "ping is not supported by this connection's transport; it needs a WebSocket "
+                                + "(Socket.IO long-polling has no ping until it upgrades)", context: .init(detail: "ping"))
+        }
+        return try await upgraded.ping()
     }
 
     /// Let go of while its close POST was in flight (the session was released meanwhile): the POST may

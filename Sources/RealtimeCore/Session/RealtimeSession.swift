@@ -114,6 +114,21 @@ public final class RealtimeSession: Sendable {
         engine.submit(.checkLink)
     }
 
+    /// Measures the round trip to the server now, the same way on every dialect: a WebSocket ping on the
+    /// open connection and the time until its pong (which the server's WebSocket layer sends, so no dialect
+    /// message is involved and no handler sees it).
+    ///
+    /// Throws `.connectionClosed` unless the session is connected (or when the connection ends before the
+    /// pong), `.disconnected` or `.sessionFailed` after ``disconnect()`` or a failure, `.timedOut` when no
+    /// pong comes within the transport's ping timeout (10 s by default), and `.unsupported` on a connection
+    /// that cannot ping (Socket.IO long-polling before it upgrades). Cancelling the calling task throws `CancellationError`
+    /// at once. The connection's liveness does not depend on it: each dialect keeps its own heartbeat.
+    public func ping() async throws -> Duration {
+        try Task.checkCancellation()
+        let connection = try engine.roundTripConnection()
+        return try await abandoningOnCancel { try await connection.ping() }
+    }
+
     /// The channel `id`, joined now and re-joined after every reconnect until ``RealtimeChannel/leave()``.
     /// The result may be ignored: the channel stays joined either way.
     /// Calling it again for the same id returns an equivalent handle (and re-joins a failed channel).

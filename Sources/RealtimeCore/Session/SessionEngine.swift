@@ -152,6 +152,34 @@ final class SessionEngine: Sendable {
         }
     }
 
+    /// The open connection, for ``RealtimeSession/ping()``; why there is none otherwise.
+    func roundTripConnection() throws(RealtimeError) -> any RoundTripMeasuring {
+        let context = RealtimeError.Context(detail: "ping")
+        switch state {
+        case .connected:
+            break
+        case .disconnected:
+            throw RealtimeError(.disconnected, "ping needs an open connection; the session is disconnected",
+                                context: context)
+        case .failed(let error):
+            throw RealtimeError(.sessionFailed, "ping needs an open connection; the session failed: \(error.message)",
+                                context: context)
+        case let other:
+            throw RealtimeError(.connectionClosed, "ping needs an open connection; the session is \(other)",
+                                context: context)
+        }
+        let connection = io.withLock { io in io.current.flatMap { io.connections[$0] } }
+        guard let connection else {
+            throw RealtimeError(.connectionClosed, "ping needs an open connection; the connection just closed",
+                                context: context)
+        }
+        guard let pinging = connection as? any RoundTripMeasuring else {
+            throw RealtimeError(.unsupported, "ping is not supported by this connection's transport; it needs a WebSocket",
+                                context: context)
+        }
+        return pinging
+    }
+
     var state: ConnectionState { core.withLock { $0.state } }
     var connectionID: String? { core.withLock { $0.connectionID } }
     var bufferedSendCount: Int { core.withLock { $0.bufferedSendCount } }

@@ -134,6 +134,15 @@ public protocol TransportConnection: AnyObject, Sendable {
     func setReadingPaused(_ paused: Bool)
 }
 
+/// A connection that can measure its round trip to the server (a WebSocket ping and its pong), which
+/// ``RealtimeSession/ping()`` uses. The WebSocket transports' connections conform; Socket.IO's
+/// long-polling ones throw `.unsupported` until they upgrade to a WebSocket.
+public protocol RoundTripMeasuring: TransportConnection {
+    /// Sends a ping and returns the time until its answer. Throws `.timedOut` when none comes within the
+    /// transport's ping timeout and `.connectionClosed` when the connection ends first.
+    func ping() async throws -> Duration
+}
+
 /// Opens connections for a session. The session owns the reconnect loop: a transport never retries.
 public protocol RealtimeTransport: Sendable {
     /// Begins opening a connection. `handler` receives `opened`, then `received` batches, then exactly

@@ -86,6 +86,25 @@ public final class InMemoryPeer: Sendable {
         var readingPaused = false
         var closeRequest: (code: Int, reason: String)?
         var onReceive: (@Sendable (TransportFrame, InMemoryPeer) -> Void)?
+        var roundTrip: Duration? = .zero
+        var pings: [CheckedContinuation<Duration, any Error>] = []
+        var pingsReceived = 0
+
+        typealias PingAnswer = (waiters: [CheckedContinuation<Duration, any Error>], roundTrip: Duration)
+
+        /// The pings to answer now, with the round trip they get.
+        mutating func answerablePings() -> PingAnswer? {
+            guard phase == .open, let roundTrip, !pings.isEmpty else { return nil }
+            defer { pings = [] }
+            return (pings, roundTrip)
+        }
+
+        /// Marks the connection closed; returns the pings left waiting, to fail.
+        mutating func markClosed() -> [CheckedContinuation<Duration, any Error>] {
+            phase = .closed
+            defer { pings = [] }
+            return pings
+        }
     }
 
     /// The request the client opened with.
@@ -121,6 +140,22 @@ public final class InMemoryPeer: Sendable {
     /// The code and reason of the client's close, if it closed.
     public var closeRequest: (code: Int, reason: String)? { state.withLock { $0.closeRequest } }
 
+    /// The round trip the client's pings (``RealtimeSession/ping()``) report while the connection is open:
+    /// `.zero` by default. `nil` leaves them unanswered until it is set again or the connection ends (a ping
+    /// then throws `.connectionClosed`), as a server that never answers would.
+    public var roundTrip: Duration? {
+        get { state.withLock { $0.roundTrip } }
+        set {
+            Self.answer(state.withLock { state in
+                state.roundTrip = newValue
+                return state.answerablePings()
+            })
+        }
+    }
+
+    /// How many pings the client sent.
+    public var pingsReceived: Int { state.withLock { $0.pingsReceived } }
+
     /// Called for each frame the client sends, after it is recorded (use it to script replies).
     public func onReceive(_ handler: @escaping @Sendable (TransportFrame, InMemoryPeer) -> Void) {
         state.withLock { $0.onReceive = handler }
@@ -128,23 +163,26 @@ public final class InMemoryPeer: Sendable {
 
     /// Completes the opening.
     public func accept(subprotocol: String? = nil, headers: [HTTPHeader] = []) {
-        let proceed = state.withLock { state -> Bool in
-            guard state.phase == .opening else { return false }
+        let (proceed, answer) = state.withLock { state -> (Bool, State.PingAnswer?) in
+            guard state.phase == .opening else { return (false, nil) }
             state.phase = .open
-            return true
+            return (true, state.answerablePings())
         }
         if proceed { handler(.opened(TransportOpenInfo(subprotocol: subprotocol, headers: headers))) }
+        // Like a WebSocket ping sent before the upgrade: answered once the connection is open.
+        Self.answer(answer)
     }
 
     /// Fails the opening (or the open connection) with `error`.
     public func fail(_ error: RealtimeError) {
-        let wasOpening = state.withLock { state -> Bool? in
+        let ended = state.withLock { state -> (wasOpening: Bool, pings: [CheckedContinuation<Duration, any Error>])? in
             guard state.phase != .closed else { return nil }
-            defer { state.phase = .closed }
-            return state.phase == .opening
+            let wasOpening = state.phase == .opening
+            return (wasOpening, state.markClosed())
         }
-        guard let wasOpening else { return }
-        handler(.closed(TransportClosure(.failed(error), duringOpen: wasOpening)))
+        guard let ended else { return }
+        handler(.closed(TransportClosure(.failed(error), duringOpen: ended.wasOpening)))
+        Self.failPings(ended.pings)
     }
 
     /// Sends frames to the client as one read batch.
@@ -158,12 +196,13 @@ public final class InMemoryPeer: Sendable {
 
     /// Closes from the server side with a close frame.
     public func close(code: Int? = 1000, reason: String = "") {
-        let proceed = state.withLock { state -> Bool in
-            guard state.phase != .closed else { return false }
-            state.phase = .closed
-            return true
+        let pings = state.withLock { state -> [CheckedContinuation<Duration, any Error>]? in
+            guard state.phase != .closed else { return nil }
+            return state.markClosed()
         }
-        if proceed { handler(.closed(TransportClosure(.closedByPeer(code: code, reason: reason)))) }
+        guard let pings else { return }
+        handler(.closed(TransportClosure(.closedByPeer(code: code, reason: reason))))
+        Self.failPings(pings)
     }
 
     /// Drops the connection without a close frame (code 1006 semantics).
@@ -182,22 +221,45 @@ public final class InMemoryPeer: Sendable {
     }
 
     fileprivate func clientClosed(code: Int, reason: String, abort: Bool) {
-        let proceed = state.withLock { state -> Bool in
-            guard state.phase != .closed else { return false }
-            state.phase = .closed
+        let pings = state.withLock { state -> [CheckedContinuation<Duration, any Error>]? in
+            guard state.phase != .closed else { return nil }
             state.closeRequest = (code, reason)
-            return true
+            return state.markClosed()
         }
-        if proceed {
-            handler(.closed(TransportClosure(.closedLocally(code: abort ? 1006 : code, reason: reason))))
+        guard let pings else { return }
+        handler(.closed(TransportClosure(.closedLocally(code: abort ? 1006 : code, reason: reason))))
+        Self.failPings(pings)
+    }
+
+    fileprivate func clientPinged() async throws -> Duration {
+        try await withCheckedThrowingContinuation { continuation in
+            let answer = state.withLock { state -> Result<Duration, RealtimeError>? in
+                guard state.phase != .closed else { return .failure(Self.closedError) }
+                state.pingsReceived += 1
+                if state.phase == .open, let roundTrip = state.roundTrip { return .success(roundTrip) }
+                state.pings.append(continuation)
+                return nil
+            }
+            if let answer { continuation.resume(with: answer) }
         }
+    }
+
+    fileprivate static let closedError = RealtimeError(.connectionClosed, "the connection closed before the pong")
+
+    private static func answer(_ pings: State.PingAnswer?) {
+        guard let pings else { return }
+        for ping in pings.waiters { ping.resume(returning: pings.roundTrip) }
+    }
+
+    private static func failPings(_ pings: [CheckedContinuation<Duration, any Error>]) {
+        for ping in pings { ping.resume(throwing: closedError) }
     }
 
     fileprivate func clientPaused(_ paused: Bool) {
         state.withLock { $0.readingPaused = paused }
     }
 
-    final class ClientSide: TransportConnection {
+    final class ClientSide: RoundTripMeasuring {
         /// Weak: the peer owns this side, and the transport's `peers` list keeps the peer alive for as
         /// long as a test can use it. A strong reference made a cycle that leaked every connection.
         let peer = Locked(WeakPeer())
@@ -205,6 +267,10 @@ public final class InMemoryPeer: Sendable {
         func close(code: Int, reason: String) { peer.withLock { $0.peer }?.clientClosed(code: code, reason: reason, abort: false) }
         func abort() { peer.withLock { $0.peer }?.clientClosed(code: 1006, reason: "", abort: true) }
         func setReadingPaused(_ paused: Bool) { peer.withLock { $0.peer }?.clientPaused(paused) }
+        func ping() async throws -> Duration {
+            guard let peer = peer.withLock({ $0.peer }) else { throw InMemoryPeer.closedError }
+            return try await peer.clientPinged()
+        }
     }
 
     struct WeakPeer {

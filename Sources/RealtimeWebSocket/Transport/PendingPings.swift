@@ -1,14 +1,10 @@
 import RealtimeCore
 
-/// A WebSocket connection that measures its round trip with a ping. What ``WebSocketTransport`` and
-/// `NetworkWebSocketTransport` open conforms, so `(connection as? any WebSocketPinging)?.ping()` works on
-/// every platform.
-public protocol WebSocketPinging: TransportConnection {
-    /// Sends a ping and returns the time until its pong. Throws `.timedOut` after the configured ping
-    /// timeout and `.connectionClosed` if the connection ends first. A ping sent before the upgrade
-    /// completes goes out right after it.
-    func ping() async throws -> Duration
-}
+/// A WebSocket connection that measures its round trip with a ping (``RoundTripMeasuring/ping()``: the
+/// time until the pong; a ping sent before the upgrade completes goes out right after it). What
+/// ``WebSocketTransport`` and `NetworkWebSocketTransport` open conforms, so
+/// `(connection as? any WebSocketPinging)?.ping()` works on every platform.
+public protocol WebSocketPinging: RoundTripMeasuring {}
 
 /// The pings a connection sent whose pong has not come: who waits for each and when it left. Both drivers
 /// keep one under their lock and resume the waiters after leaving it.
