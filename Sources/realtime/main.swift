@@ -7,7 +7,7 @@ let usage = """
 
       demo    [--dialect socketio|pusher|bird|actioncable]
                                                      one set of handlers against every embedded server
-      listen  <socketio|pusher|bird|actioncable> <url> [--channel C]... [--count N] [--timeout S] [--json]
+      listen  <socketio|pusher|bird|actioncable> <url> [--channel C]... [--count N] [--timeout S] [--ping S] [--json]
                                                      join channels and print their events
       send    <socketio|pusher|bird|actioncable> <url> --channel C --event E [--data JSON | --args JSON-array]
               [--ack] [--timeout S] [--json]         send one event, perform or client event

@@ -29,6 +29,26 @@ struct CLIPusherFakeTests {
         }
     }
 
+    @Test("--ping: the round trip to pusher-fake, measured and printed while connected")
+    func ping() async throws {
+        try await withPusherFake { server, _ in
+            let listener = try CLIProcess(["listen", "pusher", Self.url(server), "--key", PusherFakeServer.key,
+                                           "--channel", "news", "--json", "--ping", "0.2", "--timeout", "2"])
+            defer { listener.stop() }
+            #expect(await listener.exitStatus() == 0, "\(listener.transcript)")
+            let lines = listener.lines
+            #expect(Array(lines.prefix(2)) == [CLILine.connecting, CLILine.connected], "\(listener.transcript)")
+            #expect(lines.contains(CLILine.subscribed("news")), "\(listener.transcript)")
+            let pings = lines.filter { $0.hasPrefix(#"{"type":"ping","round_trip_ms":"#) }
+            #expect(pings.count >= 2, "\(listener.transcript)")
+            for line in pings {
+                let value = try JSONValue.parse(line)["round_trip_ms"]?.doubleValue
+                #expect(value.map { $0 > 0 && $0 < 10_000 } == true, "\(line)")
+            }
+            #expect(lines.count == 3 + pings.count, "\(listener.transcript)")
+        }
+    }
+
     @Test("private channel signed with --secret: an SDK-triggered event and a client event from another CLI process")
     func privateChannel() async throws {
         try await withPusherFake { server, app in

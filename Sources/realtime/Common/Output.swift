@@ -76,6 +76,15 @@ final class Output: Sendable {
         }
     }
 
+    func ping(_ roundTrip: Duration) {
+        let milliseconds = (roundTrip.seconds * 1_000_000).rounded() / 1000
+        if json {
+            emit(["type": "ping", "round_trip_ms": .double(milliseconds)])
+        } else {
+            note("ping: \(milliseconds) ms")
+        }
+    }
+
     /// A JSON line whose members keep the order given (the nested values are compact, keys sorted).
     func emit(_ members: KeyValuePairs<String, JSONValue>) {
         write(Self.line(members), to: .standardOutput)

@@ -9,6 +9,8 @@ enum ListenCommand {
     Connects, joins every --channel and prints what arrives until --count events or --timeout seconds.
 
       --count N            stop after N events (exit 4 if --timeout comes first)
+      --ping S             every S seconds while connected, measure the round trip to the server (a
+                           WebSocket ping; not over Socket.IO long-polling) and print it
       --timeout S          stop after S seconds: exit 0, or 4 before --count events or before every channel
                            was confirmed (an error line says which). Without it, listen runs until stopped and,
                            like any session, keeps reconnecting to a server it cannot reach
@@ -19,6 +21,7 @@ enum ListenCommand {
       {"type":"subscribed","channel":"…"}
       {"type":"event","channel":"…","event":"…","data":…}     (Socket.IO with several arguments: "args":[…])
       {"type":"error","code":"…","message":"…"}
+      {"type":"ping","round_trip_ms":0.183}                      (with --ping)
     Pusher/Bird presence changes arrive as pusher:member_added / pusher:member_removed events (bird:…).
     Action Cable broadcasts are named by their "event", "type" or "action" member (--event-key), else "message".
     Socket.IO events that ask for an acknowledgement are acknowledged with no arguments.
@@ -33,7 +36,7 @@ enum ListenCommand {
     """
 
     static func run(_ words: [String]) async throws -> ExitCode {
-        let arguments = try Arguments(words, valued: ConnectionOptions.valued.union(["count"]),
+        let arguments = try Arguments(words, valued: ConnectionOptions.valued.union(["count", "ping"]),
                                       flags: ConnectionOptions.flags)
         if arguments.flag("help") {
             print(help)
@@ -48,6 +51,8 @@ enum ListenCommand {
         let channels = try ConnectionOptions.channels(arguments, dialect: dialect)
         let limit = try arguments.integer("count")
         let timeout = try arguments.seconds("timeout")
+        let pingEvery = try arguments.seconds("ping")
+        if pingEvery == .zero { throw UsageError("--ping takes more than 0 seconds") }
         let output = Output(json: arguments.flag("json"))
         let command = CommandSession(dialect: made, channels: channels, output: output,
                                      verbose: arguments.flag("verbose"))
@@ -73,6 +78,26 @@ enum ListenCommand {
             limit.map { "\(received.withLock { $0 }) of \($0) events arrived" }
         }
         command.start()
+        let pinging = pingEvery.map { every in Task { await ping(every: every, command) } }
+        defer { pinging?.cancel() }
         return await command.exitCode()
+    }
+
+    /// Measures the round trip every `every` while connected, until the command ends or the connection
+    /// cannot ping at all.
+    private static func ping(every: Duration, _ command: CommandSession) async {
+        while !Task.isCancelled, !command.finisher.isFinished {
+            try? await Task.sleep(for: every)
+            guard command.session.state.isConnected, !command.finisher.isFinished else { continue }
+            do {
+                command.output.ping(try await command.session.ping())
+            } catch let error as RealtimeError {
+                if error.code == .connectionClosed { continue }  // it dropped meanwhile; the state line says so
+                command.output.error(error)
+                if error.code == .unsupported { return }
+            } catch {
+                return  // cancelled: the command is ending
+            }
+        }
     }
 }
