@@ -9,14 +9,16 @@ enum DemoCommand {
 
     Starts the embedded server of every backend on loopback (Socket.IO, Pusher, Bird, Action Cable) and
     attaches one set of handlers, the same closures, to a session of each. For each it drives: subscribe,
-    a server event, a request with an acknowledgement (Socket.IO), presence (Pusher, Bird), a connection the
-    server drops (reconnect, then re-join), a send made while offline (delivered once), off(id:), and
-    disconnect(). It ends with a table per backend. --dialect runs one backend.
+    a server event, a request with an acknowledgement (Socket.IO), presence (Pusher, Bird), a round trip
+    measured with session.ping(), a connection the server drops (reconnect, then re-join), a send made while
+    offline (delivered once), off(id:), and disconnect(). It ends with a table per backend. --dialect runs
+    one backend.
 
     exit: 0 every step passed, 1 a step failed, 2 usage
     """
 
-    static let steps = ["subscribe", "server event", "request / ack", "presence", "drop → reconnect → re-join",
+    static let steps = ["subscribe", "server event", "request / ack", "presence", "ping (round trip)",
+                        "drop → reconnect → re-join",
                         "send while offline, once", "off(id:)", "disconnect()"]
 
     static func run(_ words: [String]) async throws -> ExitCode {
@@ -110,6 +112,11 @@ enum DemoCommand {
             }
             defer { guest.disconnect() }
             return await waitFor(.seconds(5)) { handlers.count("guest-\(tag)") == 1 } ? .passed : .failed
+        }
+        await step("session.ping() measures the round trip") {
+            let roundTrip = try await session.ping()
+            log.line(String(format: "    round trip: %.3f ms", roundTrip.seconds * 1000))
+            return .passed
         }
         let offline = "sent offline on \(tag)"
         await step("the server drops the connection: reconnect, re-join; a send made offline waits") {
