@@ -121,8 +121,9 @@ public final class RealtimeSession: Sendable {
     /// Throws `.connectionClosed` unless the session is connected (or when the connection ends before the
     /// pong), `.disconnected` or `.sessionFailed` after ``disconnect()`` or a failure, `.timedOut` when no
     /// pong comes within the transport's ping timeout (10 s by default), and `.unsupported` on a connection
-    /// that cannot ping (Socket.IO long-polling before it upgrades). Cancelling the calling task throws `CancellationError`
-    /// at once. The connection's liveness does not depend on it: each dialect keeps its own heartbeat.
+    /// that cannot ping (Socket.IO long-polling before it upgrades). Cancelling the calling task throws
+    /// `CancellationError` at once. The connection's liveness does not depend on it: each dialect keeps its
+    /// own heartbeat.
     public func ping() async throws -> Duration {
         try Task.checkCancellation()
         let connection = try engine.roundTripConnection()
