@@ -68,12 +68,11 @@ private final class PollingConnection: RoundTripMeasuring {
 
     /// Long-polling has no ping of its own: once upgraded, the WebSocket's ping measures the round trip.
     func ping() async throws -> Duration {
-        let upgraded = machine.withLock { $0.isUpgraded } ? io.withLock { $0.probe } as? any RoundTripMeasuring : nil
-        guard let upgraded else {
-            throw RealtimeError(.unsupported, "ping is not supported by this connection's transport; it needs a WebSocket "
-                                + "(Socket.IO long-polling has no ping until it upgrades)", context: .init(detail: "ping"))
+        guard machine.withLock({ $0.isUpgraded }),
+              let webSocket = io.withLock({ $0.probe }) as? any RoundTripMeasuring else {
+            throw RealtimeError.pingUnsupported("Socket.IO long-polling has no ping until it upgrades")
         }
-        return try await upgraded.ping()
+        return try await webSocket.ping()
     }
 
     /// Let go of while its close POST was in flight (the session was released meanwhile): the POST may

@@ -173,10 +173,7 @@ final class SessionEngine: Sendable {
             throw RealtimeError(.connectionClosed, "ping needs an open connection; the connection just closed",
                                 context: context)
         }
-        guard let pinging = connection as? any RoundTripMeasuring else {
-            throw RealtimeError(.unsupported, "ping is not supported by this connection's transport; it needs a WebSocket",
-                                context: context)
-        }
+        guard let pinging = connection as? any RoundTripMeasuring else { throw RealtimeError.pingUnsupported() }
         return pinging
     }
 

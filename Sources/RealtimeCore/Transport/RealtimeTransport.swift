@@ -143,6 +143,15 @@ public protocol RoundTripMeasuring: TransportConnection {
     func ping() async throws -> Duration
 }
 
+extension RealtimeError {
+    /// What ``RealtimeSession/ping()`` throws on a connection that cannot measure a round trip; `why` says
+    /// more where the connection knows it.
+    package static func pingUnsupported(_ why: String? = nil) -> RealtimeError {
+        RealtimeError(.unsupported, "ping is not supported by this connection's transport; it needs a WebSocket"
+                      + (why.map { " (\($0))" } ?? ""), context: .init(detail: "ping"))
+    }
+}
+
 /// Opens connections for a session. The session owns the reconnect loop: a transport never retries.
 public protocol RealtimeTransport: Sendable {
     /// Begins opening a connection. `handler` receives `opened`, then `received` batches, then exactly

@@ -87,10 +87,12 @@ public final class InMemoryPeer: Sendable {
         var closeRequest: (code: Int, reason: String)?
         var onReceive: (@Sendable (TransportFrame, InMemoryPeer) -> Void)?
         var roundTrip: Duration? = .zero
-        var pings: [CheckedContinuation<Duration, any Error>] = []
+        typealias PingWaiter = CheckedContinuation<Duration, any Error>
+
+        var pings: [PingWaiter] = []
         var pingsReceived = 0
 
-        typealias PingAnswer = (waiters: [CheckedContinuation<Duration, any Error>], roundTrip: Duration)
+        typealias PingAnswer = (waiters: [PingWaiter], roundTrip: Duration)
 
         /// The pings to answer now, with the round trip they get.
         mutating func answerablePings() -> PingAnswer? {
@@ -100,7 +102,7 @@ public final class InMemoryPeer: Sendable {
         }
 
         /// Marks the connection closed; returns the pings left waiting, to fail.
-        mutating func markClosed() -> [CheckedContinuation<Duration, any Error>] {
+        mutating func markClosed() -> [PingWaiter] {
             phase = .closed
             defer { pings = [] }
             return pings
@@ -175,7 +177,7 @@ public final class InMemoryPeer: Sendable {
 
     /// Fails the opening (or the open connection) with `error`.
     public func fail(_ error: RealtimeError) {
-        let ended = state.withLock { state -> (wasOpening: Bool, pings: [CheckedContinuation<Duration, any Error>])? in
+        let ended = state.withLock { state -> (wasOpening: Bool, pings: [State.PingWaiter])? in
             guard state.phase != .closed else { return nil }
             let wasOpening = state.phase == .opening
             return (wasOpening, state.markClosed())
@@ -196,7 +198,7 @@ public final class InMemoryPeer: Sendable {
 
     /// Closes from the server side with a close frame.
     public func close(code: Int? = 1000, reason: String = "") {
-        let pings = state.withLock { state -> [CheckedContinuation<Duration, any Error>]? in
+        let pings = state.withLock { state -> [State.PingWaiter]? in
             guard state.phase != .closed else { return nil }
             return state.markClosed()
         }
@@ -221,7 +223,7 @@ public final class InMemoryPeer: Sendable {
     }
 
     fileprivate func clientClosed(code: Int, reason: String, abort: Bool) {
-        let pings = state.withLock { state -> [CheckedContinuation<Duration, any Error>]? in
+        let pings = state.withLock { state -> [State.PingWaiter]? in
             guard state.phase != .closed else { return nil }
             state.closeRequest = (code, reason)
             return state.markClosed()
@@ -251,7 +253,7 @@ public final class InMemoryPeer: Sendable {
         for ping in pings.waiters { ping.resume(returning: pings.roundTrip) }
     }
 
-    private static func failPings(_ pings: [CheckedContinuation<Duration, any Error>]) {
+    private static func failPings(_ pings: [State.PingWaiter]) {
         for ping in pings { ping.resume(throwing: closedError) }
     }
 
