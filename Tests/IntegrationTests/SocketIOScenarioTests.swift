@@ -295,6 +295,28 @@ struct SocketIOScenarioTests {
         }
     }
 
+    @Test("a request whose connection the server cuts fails with .connectionClosed, or with retries is answered on the next connection",
+          arguments: SocketIOCarrier.available)
+    func requestRetriedAcrossAServerDrop(carrier: SocketIOCarrier) async throws {
+        try await withSocketIOPeer { peer in
+            let client = SocketIOClient(peer: peer, carrier: carrier)
+            let chat = client.channel("/chat")
+            try await client.session.connect()
+            try await chat.subscribed()
+            // The server cuts the connection instead of answering a key's first call, and answers the next.
+            let unretried = UUID().uuidString
+            let error = await #expect(throws: RealtimeError.self) {
+                try await chat.request("drop_once", .string(unretried), timeout: .seconds(10))
+            }
+            #expect(error?.code == .connectionClosed)
+            try await chat.subscribed()
+            let retried = UUID().uuidString
+            let answer = try await chat.request("drop_once", .string(retried), timeout: .seconds(10), retries: 1)
+            #expect(answer == [["key": .string(retried), "calls": 2]])
+            client.session.disconnect()
+        }
+    }
+
     /// python-engineio queues the close packet, then marks the session closed and answers every later GET
     /// with HTTP 400 "Session is disconnected": a client whose next long-poll was not already waiting when
     /// the server closed never receives the packet (seen once in CI), and reconnects after that 400 instead.

@@ -34,6 +34,14 @@ private func serve(_ peer: InMemoryPeer, requiredToken: String? = nil, tokens: L
             let total = numbers.compactMap(\.integerValue).reduce(0, +)
             peer.send(SocketIOPacket(kind: .ack, namespace: packet.namespace, id: id, payload: [["sum": .integer(total)]])
                 .encoded())
+        } else if text.hasPrefix("42"), text.contains(#"["flaky""#) || text.contains(#"["later""#) {
+            // `flaky` is answered from its second arrival on this connection, `later` only on a later one.
+            let arrivals = peer.receivedTexts.filter { $0.contains(#"["flaky""#) }.count
+            guard text.contains(#"["flaky""#) ? arrivals >= 2 : peer.index >= 1 else { return }
+            var decoder = SocketIOPacketDecoder()
+            guard let packet = try? decoder.receive(text: String(text.dropFirst())), let id = packet.id else { return }
+            peer.send(SocketIOPacket(kind: .ack, namespace: packet.namespace, id: id,
+                                     payload: [["connection": .integer(Int64(peer.index))]]).encoded())
         }
     }
     peer.accept()
@@ -269,6 +277,96 @@ struct SessionTests {
         #expect(error?.code == .timedOut)
         #expect(error?.message == #"no acknowledgement for "unanswered" on /chat within 2.5 s"#)
         session.disconnect()
+    }
+
+    /// Waits until the peer has received `count` texts containing `fragment` (real time; the clock stays put).
+    private func arrivals(_ count: Int, of fragment: String, at peer: InMemoryPeer) async throws {
+        while peer.receivedTexts.filter({ $0.contains(fragment) }).count < count {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    // Within the 3 s liveness deadline of this server, which never pings, in each of these.
+
+    @Test("request(retries:) sends again after a timeout and returns the retry's answer", .timeLimit(.minutes(1)))
+    func requestRetriedAfterATimeout() async throws {
+        let (session, transport, clock, _) = makeSession(auth: nil)
+        let chat = session.channel("/chat")
+        try await session.connect()
+        try await chat.subscribed()
+        let pending = Task { try await chat.request("flaky", [1], timeout: .seconds(1), retries: 2) }
+        try await arrivals(1, of: #"["flaky""#, at: transport.peers[0])
+        clock.advance(by: .seconds(1))
+        try await arrivals(2, of: #"["flaky""#, at: transport.peers[0])
+        #expect(try await pending.value == [["connection": 0]])
+        // Answered the second time: the third allowed send never happens.
+        clock.advance(by: .seconds(1))
+        #expect(transport.peers[0].receivedTexts.filter { $0.contains(#"["flaky""#) }.count == 2)
+        session.disconnect()
+    }
+
+    @Test("request(retries: 1) sends twice, then throws the last .timedOut", .timeLimit(.minutes(1)))
+    func requestRetriesRunOut() async throws {
+        let (session, transport, clock, _) = makeSession(auth: nil)
+        let chat = session.channel("/chat")
+        try await session.connect()
+        try await chat.subscribed()
+        let pending = Task { try await chat.request("unanswered", timeout: .seconds(1), retries: 1) }
+        try await arrivals(1, of: "unanswered", at: transport.peers[0])
+        clock.advance(by: .seconds(1))
+        try await arrivals(2, of: "unanswered", at: transport.peers[0])
+        clock.advance(by: .seconds(1))
+        let error = await #expect(throws: RealtimeError.self) { try await pending.value }
+        #expect(error?.code == .timedOut)
+        #expect(transport.peers[0].receivedTexts.filter { $0.contains("unanswered") }.count == 2)
+        session.disconnect()
+    }
+
+    @Test("a request whose connection ends unanswered fails with .connectionClosed, or with retries is sent again on the next connection",
+          .timeLimit(.minutes(1)))
+    func requestRetriedOnTheNextConnection() async throws {
+        let (session, transport, clock, _) = makeSession(auth: nil)
+        let chat = session.channel("/chat")
+        try await session.connect()
+        try await chat.subscribed()
+        let once = Task { try await chat.request("later", "once", timeout: .seconds(30)) }
+        let retried = Task { try await chat.request("later", "retried", timeout: .seconds(30), retries: 1) }
+        try await arrivals(2, of: #"["later""#, at: transport.peers[0])
+        transport.peers[0].drop()
+        let error = await #expect(throws: RealtimeError.self) { try await once.value }
+        #expect(error?.code == .connectionClosed)
+        clock.advance(by: .seconds(2))  // the first reconnect delay is at most 1.5 s
+        let next = await transport.peer(1)
+        #expect(try await retried.value == [["connection": 1]])
+        let resent = next.receivedTexts.filter { $0.contains(#"["later""#) }
+        #expect(resent.count == 1 && resent.allSatisfy { $0.hasPrefix("42/chat,") && $0.hasSuffix(#"["later","retried"]"#) })
+        session.disconnect()
+    }
+
+    @Test("retries end on a failure no retry can cure (the app disconnects), on cancellation, and a negative count is refused",
+          .timeLimit(.minutes(1)))
+    func requestRetriesStop() async throws {
+        let (session, transport, clock, _) = makeSession(auth: nil)
+        let chat = session.channel("/chat")
+        try await session.connect()
+        try await chat.subscribed()
+        let refused = await #expect(throws: RealtimeError.self) { try await chat.request("x", retries: -1) }
+        #expect(refused?.code == .invalidArgument)
+        #expect(refused?.message == "retries must be 0 or more, not -1")
+
+        let cancelled = Task { try await chat.request("unanswered", timeout: .seconds(1), retries: 5) }
+        try await arrivals(1, of: "unanswered", at: transport.peers[0])
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        clock.advance(by: .seconds(1))
+
+        let ended = Task { try await chat.request("ignored", timeout: .seconds(1), retries: 5) }
+        try await arrivals(1, of: "ignored", at: transport.peers[0])
+        session.disconnect()
+        let error = await #expect(throws: RealtimeError.self) { try await ended.value }
+        #expect(error?.code == .disconnected)
+        #expect(transport.peers[0].receivedTexts.filter { $0.contains("unanswered") }.count == 1)
+        #expect(transport.peers[0].receivedTexts.filter { $0.contains("ignored") }.count == 1)
     }
 
     @Test("SessionOptions.connectTimeout bounds the wait for the Engine.IO open packet and the transport's opening")

@@ -353,20 +353,44 @@ public struct RealtimeChannel: Sendable {
     }
 
     /// Sends `event` and waits for the server's acknowledgement (Socket.IO). Throws `.timedOut` when no
-    /// answer comes within `timeout`, `.unsupported` on dialects without acknowledgements. Cancelling the
-    /// calling task throws `CancellationError`: a buffered request is withdrawn, a written one is forgotten
-    /// (its acknowledgement slot freed; a late answer is ignored). `compress: false`: as for `send`.
-    public func request(_ event: String, arguments: [JSONValue], timeout: Duration? = nil,
+    /// answer comes within `timeout`, `.connectionClosed` when the connection ends after the request was
+    /// written, `.unsupported` on dialects without acknowledgements. Cancelling the calling task throws
+    /// `CancellationError`: a buffered request is withdrawn, a written one is forgotten (its acknowledgement
+    /// slot freed; a late answer is ignored). `compress: false`: as for `send`.
+    ///
+    /// `retries`: how many more times to send the request after one of those two failures, each time with
+    /// the whole `timeout`; a retry made while the session reconnects waits in the send buffer like any
+    /// request. The server may then receive the event more than once (at least once, as socket.io-client's
+    /// `retries`), so it should be safe to repeat. Any other failure, and cancellation, ends the retries.
+    public func request(_ event: String, arguments: [JSONValue], timeout: Duration? = nil, retries: Int = 0,
                         compress: Bool = true) async throws -> [JSONValue] {
         let message = OutgoingMessage(channel: id, event: event, arguments: arguments, compress: compress)
         if let error = engine.validate(message, expectsReply: true) { throw error }
+        guard retries >= 0 else {
+            throw RealtimeError(.invalidArgument, "retries must be 0 or more, not \(retries)",
+                                context: .init(channel: id))
+        }
         let timeout = timeout ?? engine.requestTimeout
-        return try await engine.cancellable(\.replies) { .request(message, timeout: timeout, operation: $0) }
+        var retriesLeft = retries
+        while true {
+            let result = await engine.outcome(\.replies) { .request(message, timeout: timeout, operation: $0) }
+            guard case .failure(let error) = result else { return try result.get() }
+            if error.code == .cancelled { throw CancellationError() }
+            guard retriesLeft > 0, Self.retriedCodes.contains(error.code) else { throw error }
+            retriesLeft -= 1
+            engine.log(.info, "\(event) on \(id): \(error.message); sending it again (\(retriesLeft) retries left)")
+        }
     }
 
-    /// Sends `event` with the given arguments and waits for the acknowledgement.
-    public func request(_ event: String, _ arguments: JSONValue..., timeout: Duration? = nil) async throws -> [JSONValue] {
-        try await request(event, arguments: arguments, timeout: timeout)
+    /// Failures after which ``request(_:arguments:timeout:retries:compress:)`` sends again: no answer in
+    /// time, or no connection left to carry it.
+    private static let retriedCodes: Set<RealtimeError.Code> = [.timedOut, .connectionClosed]
+
+    /// Sends `event` with the given arguments and waits for the acknowledgement; `retries` as in
+    /// ``request(_:arguments:timeout:retries:compress:)``.
+    public func request(_ event: String, _ arguments: JSONValue..., timeout: Duration? = nil,
+                        retries: Int = 0) async throws -> [JSONValue] {
+        try await request(event, arguments: arguments, timeout: timeout, retries: retries)
     }
 
     // MARK: Handlers

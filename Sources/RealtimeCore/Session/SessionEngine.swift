@@ -114,20 +114,28 @@ final class SessionEngine: Sendable {
         _ kind: WritableKeyPath<CompletionTable, [OperationID: Completion<Value>]>,
         _ start: (_ operation: OperationID) -> EngineInput
     ) async throws -> Value {
-        try Task.checkCancellation()
+        switch await outcome(kind, start) {
+        case .success(let value): return value
+        case .failure(let error) where error.code == .cancelled: throw CancellationError()
+        case .failure(let error): throw error
+        }
+    }
+
+    /// ``cancellable(_:_:)``'s answer as a value: a cancelled task gives `.cancelled`, before the operation
+    /// starts as well, so a caller can decide on a failure before anything is thrown.
+    func outcome<Value: Sendable>(
+        _ kind: WritableKeyPath<CompletionTable, [OperationID: Completion<Value>]>,
+        _ start: (_ operation: OperationID) -> EngineInput
+    ) async -> Result<Value, RealtimeError> {
+        if Task.isCancelled { return .failure(RealtimeError(.cancelled, "the task was cancelled")) }
         let operation = nextOperation()
-        let result: Result<Value, RealtimeError> = await withTaskCancellationHandler {
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 completions.withLock { $0[keyPath: kind][operation] = { continuation.resume(returning: $0) } }
                 submit(start(operation))
             }
         } onCancel: {
             self.submit(.cancel(operation: operation))
-        }
-        switch result {
-        case .success(let value): return value
-        case .failure(let error) where error.code == .cancelled: throw CancellationError()
-        case .failure(let error): throw error
         }
     }
 

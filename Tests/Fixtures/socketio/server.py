@@ -40,6 +40,8 @@ app = web.Application()
 
 # Engine.IO sid -> the TCP transports serving it, so "drop_transport" can cut them without a close.
 live_transports = {}
+# "drop_once" key -> calls seen, on any connection.
+calls = {}
 
 
 @web.middleware
@@ -200,6 +202,14 @@ def register(ns):
         for transport in live_transports.pop(eio_sid, set()):
             transport.abort()
 
+    async def drop_once(sid, key):
+        # The first call for a key is never answered: the connection is cut as drop_transport cuts it.
+        calls[key] = calls.get(key, 0) + 1
+        if calls[key] == 1:
+            await drop_transport(sid)
+            return None
+        return {"key": key, "calls": calls[key]}
+
     async def which_transport(sid):
         return sio.transport(sid, namespace=ns)
 
@@ -220,7 +230,7 @@ def register(ns):
         "connect": connect, "sum": sum_, "echo": echo, "binary_echo": binary_echo,
         "send_binary": send_binary, "ask_me": ask_me, "join": join, "broadcast": broadcast,
         "kick_me": kick_me, "close_engine": close_engine, "go_silent": go_silent,
-        "drop_transport": drop_transport, "burst": burst, "which_transport": which_transport,
+        "drop_transport": drop_transport, "drop_once": drop_once, "burst": burst, "which_transport": which_transport,
         "deflate_report": deflate_report, "bomb": bomb,
     }
     for name, handler in handlers.items():
