@@ -125,6 +125,42 @@ struct PusherFakeTests {
         }
     }
 
+    @Test("pusher-fake proves: after backgroundGrace in the background the connection is closed (the server empties the channel) and nothing reconnects; the foreground re-joins and events flow again")
+    func backgroundSuspension() async throws {
+        try await withPusherFake { server, app in
+            let session = RealtimeSession(
+                dialect: .pusher(key: PusherFakeServer.key, host: "127.0.0.1", port: server.wsPort),
+                transport: PusherLive.transport,
+                options: SessionOptions(reconnectPolicy: PusherFake.policy, connectTimeout: .seconds(5),
+                                        backgroundGrace: .milliseconds(200)))
+            defer { session.disconnect() }
+            let news = session.channel("news")
+            let log = FakeEventLog(news, "item")
+            try await session.connect()
+            _ = try await news.subscribed()
+            let firstID = session.connectionID
+            session.applicationDidEnterBackground()
+            await pusherWait("suspended", seconds: Self.wait) { session.state == .suspended }
+            var vacated = false
+            for _ in 0..<400 where !vacated {
+                vacated = try await !app.occupied("news")
+                if !vacated { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(vacated, "pusher-fake still lists a connection on news")
+            try await Task.sleep(for: .seconds(1))   // several reconnect delays of this policy: none is taken
+            #expect(session.state == .suspended)
+            #expect(session.connectionID == nil)
+
+            session.applicationWillEnterForeground()
+            _ = try await news.subscribed()
+            #expect(session.state == .connected)
+            #expect(session.connectionID != firstID)
+            try await app.trigger("news", "item", "after the foreground")
+            await pusherWait("the event after the foreground", seconds: Self.wait) { log.count == 1 }
+            #expect(log.data() == ["after the foreground"])
+        }
+    }
+
     @Test("pusher-fake proves: private channel authorised by an HTTP endpoint the official SDK signs")
     func privateEndpoint() async throws {
         try await withPusherFake { server, app in

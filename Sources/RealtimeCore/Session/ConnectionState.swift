@@ -13,6 +13,11 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
     /// (``RealtimeSession/networkPathChanged(isAvailable:)``): no attempts are made, sends stay buffered,
     /// and the session connects as soon as the path is reported back.
     case waitingForNetwork
+    /// The app stayed in the background longer than ``SessionOptions/backgroundGrace``: the connection was
+    /// closed and no attempts are made. Channels and handlers stay; sends stay buffered within their
+    /// timeouts. ``RealtimeSession/applicationWillEnterForeground()`` (or `connect()`) connects again
+    /// at once and re-joins every channel.
+    case suspended
     /// The app called `disconnect()`. Nothing reconnects until it calls `connect()` again.
     case disconnected
     /// The session gave up: a terminal close, or the reconnect policy was exhausted.
@@ -26,6 +31,7 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
         case .reconnecting(let attempt, let delay, let reason):
             "reconnecting(attempt: \(attempt), in \((delay.seconds * 1000).rounded() / 1000) s, after \(reason))"
         case .waitingForNetwork: "waitingForNetwork"
+        case .suspended: "suspended"
         case .disconnected: "disconnected"
         case .failed(let error): "failed(\(error))"
         }

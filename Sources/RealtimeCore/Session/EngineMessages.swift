@@ -24,8 +24,8 @@ enum EngineInput: Sendable {
     case networkPath(available: Bool)
     /// Retry at once with a fresh backoff if waiting to reconnect.
     case reconnectNow
-    /// Check at once that an open connection is alive (the app came back to the foreground).
-    case checkLink
+    /// The app went to the background (`true`) or came back to the foreground (`false`).
+    case background(Bool)
     /// The handlers started (`true`) or stopped reading the payloads the dialect leaves as text.
     case payloadsRead(Bool)
 
@@ -37,7 +37,7 @@ enum EngineInput: Sendable {
              .custom(_, _, _, let operation):
             operation
         case .disconnect, .subscribe, .unsubscribe, .cancel, .acknowledge, .requestPrepared, .transport, .timer,
-             .workFinished, .networkPath, .reconnectNow, .checkLink, .payloadsRead:
+             .workFinished, .networkPath, .reconnectNow, .background, .payloadsRead:
             nil
         }
     }
@@ -53,6 +53,8 @@ enum EngineTimer: Hashable, Sendable {
     case requestDeadline(RequestID)
     /// A `connect()` caller has waited as long as it allowed.
     case connectDeadline(OperationID)
+    /// The app has been in the background for ``SessionOptions/backgroundGrace``.
+    case backgroundGrace
     case dialect(TimerKey)
 }
 

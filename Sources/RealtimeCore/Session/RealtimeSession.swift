@@ -108,10 +108,20 @@ public final class RealtimeSession: Sendable {
 
     /// Call when the app returns to the foreground. A connected session checks its link at once (the
     /// dialect's ping, or the server's last sign of life against its deadline) instead of waiting for the
-    /// next liveness deadline; a reconnecting session tries now. Nothing is closed when the app goes to the
-    /// background, so there is no matching call for that.
+    /// next liveness deadline; a reconnecting session tries now; a ``ConnectionState/suspended`` one
+    /// connects now with a fresh backoff and re-joins its channels.
     public func applicationWillEnterForeground() {
-        engine.submit(.checkLink)
+        engine.submit(.background(false))
+    }
+
+    /// Call when the app goes to the background. Nothing happens unless ``SessionOptions/backgroundGrace``
+    /// is set: then, if the app is still in the background when it has passed (counted from this call),
+    /// the connection is closed (code 1001) and the session is ``ConnectionState/suspended`` until
+    /// ``applicationWillEnterForeground()``, so a backgrounded app neither holds a connection nor spends
+    /// reconnect attempts. A `connect()` made while suspended connects, and keeps the connection until
+    /// this is called again.
+    public func applicationDidEnterBackground() {
+        engine.submit(.background(true))
     }
 
     /// Measures the round trip to the server now, the same way on every dialect: a WebSocket ping on the

@@ -10,7 +10,7 @@ extension SessionCore {
             if let operation { effects.append(.answer(.done(operation))) }
         case .connecting, .reconnecting, .waitingForNetwork:
             if let operation { addConnectWaiter(operation, timeout: timeout, effects: &effects) }
-        case .initialized, .disconnected, .failed:
+        case .initialized, .suspended, .disconnected, .failed:
             if let operation { addConnectWaiter(operation, timeout: timeout, effects: &effects) }
             reconnect.startOver()
             if networkAvailable {
@@ -256,7 +256,7 @@ extension SessionCore {
             }
             cancel(.reconnect, effects: &effects)
             setState(.waitingForNetwork, effects: &effects)
-        case .initialized, .waitingForNetwork, .disconnected, .failed:
+        case .initialized, .waitingForNetwork, .suspended, .disconnected, .failed:
             break
         }
     }
@@ -266,14 +266,59 @@ extension SessionCore {
         switch state {
         case .reconnecting, .waitingForNetwork:
             retryNow(effects: &effects)
-        case .initialized, .connecting, .connected, .disconnected, .failed:
+        case .initialized, .connecting, .connected, .suspended, .disconnected, .failed:
             break
         }
     }
 
-    /// The app came back to the foreground: try now if reconnecting, else check the link.
-    mutating func checkLink(effects: inout [EngineEffect]) {
-        if case .reconnecting = state { retryNow(effects: &effects) } else { probeLink(effects: &effects) }
+    /// The app went to the background: with a grace period set, the connection is closed when it ends.
+    mutating func enteredBackground(effects: inout [EngineEffect]) {
+        inBackground = true
+        guard let backgroundGrace, isActive else { return }
+        if backgroundGrace == .zero {
+            backgroundGraceEnded(effects: &effects)
+        } else {
+            schedule(.backgroundGrace, after: backgroundGrace, effects: &effects)
+        }
+    }
+
+    /// The app came back to the foreground: connect now if suspended, try now if reconnecting, else check
+    /// the link.
+    mutating func enteredForeground(effects: inout [EngineEffect]) {
+        inBackground = false
+        cancel(.backgroundGrace, effects: &effects)
+        switch state {
+        case .suspended:
+            effects.append(.log(.info, "back in the foreground: connecting"))
+            reconnect.startOver()
+            if networkAvailable { startAttempt(effects: &effects) } else { setState(.waitingForNetwork, effects: &effects) }
+        case .reconnecting:
+            retryNow(effects: &effects)
+        case .initialized, .connecting, .connected, .waitingForNetwork, .disconnected, .failed:
+            probeLink(effects: &effects)
+        }
+    }
+
+    /// The grace period ran out in the background: close the connection (or stop trying) and wait for the
+    /// foreground without attempts.
+    mutating func backgroundGraceEnded(effects: inout [EngineEffect]) {
+        guard inBackground, isActive, let backgroundGrace else { return }
+        lastEndReason = .closedByClient(code: 1001, reason: "going away")
+        if currentConnection != nil {
+            lastEndDescription = "closed after \(backgroundGrace.secondsText) in the background"
+            endConnectionLocally(TransportClosure(.closedLocally(code: 1001, reason: "going away")), effects: &effects)
+        }
+        effects.append(.log(.info, "suspended: the app has been in the background for \(backgroundGrace.secondsText)"))
+        cancel(.reconnect, effects: &effects)
+        setState(.suspended, effects: &effects)
+    }
+
+    /// Connected, or on the way to it: what a background grace period ends.
+    private var isActive: Bool {
+        switch state {
+        case .connecting, .connected, .reconnecting, .waitingForNetwork: true
+        case .initialized, .suspended, .disconnected, .failed: false
+        }
     }
 
     /// A fresh backoff and an attempt at once.

@@ -54,6 +54,10 @@ struct SessionCore: Sendable {
     var serverAskedReason: DisconnectReason?
     /// What the app last reported of the network path; attempts wait while it is `false`.
     var networkAvailable = true
+    /// How long a backgrounded app keeps its connection (``SessionOptions/backgroundGrace``); `nil`: always.
+    let backgroundGrace: Duration?
+    /// What the app last reported: in the background (`true`) or the foreground.
+    var inBackground = false
 
     /// Set by the engine before each round of inputs.
     var now: Duration = .zero
@@ -65,6 +69,7 @@ struct SessionCore: Sendable {
         reconnect = ReconnectAccounting(policy: policy, random: options.randomSource)
         connectTimeout = options.connectTimeout
         sendTimeout = options.sendTimeout
+        backgroundGrace = options.backgroundGrace.map { max($0, .zero) }
         channels = ChannelTable(joined: defaultChannels, sendBufferLimit: options.sendBufferLimit)
     }
 
@@ -118,7 +123,8 @@ struct SessionCore: Sendable {
             workFinished(id, result, on: connection, effects: &effects)
         case .networkPath(let available): networkPathChanged(available: available, effects: &effects)
         case .reconnectNow: reconnectNow(effects: &effects)
-        case .checkLink: checkLink(effects: &effects)
+        case .background(let inBackground):
+            if inBackground { enteredBackground(effects: &effects) } else { enteredForeground(effects: &effects) }
         case .payloadsRead(let read): machine.payloadsAreRead(read)
         }
     }
@@ -135,6 +141,7 @@ struct SessionCore: Sendable {
         case .handshake: handshakeTimedOut(effects: &effects)
         case .liveness: checkLiveness(effects: &effects)
         case .connectDeadline(let operation): connectDeadlinePassed(operation, effects: &effects)
+        case .backgroundGrace: backgroundGraceEnded(effects: &effects)
         case .stability: if handshakeDone { reconnect.startOver() }
         case .sendDeadline(let operation): sendDeadlinePassed(operation, effects: &effects)
         case .requestDeadline(let id): requestDeadlinePassed(id, effects: &effects)

@@ -81,6 +81,12 @@ public struct SessionOptions: Sendable {
     /// The least severe level passed to ``logHandler``; `.info` by default. `.trace` adds a line for every
     /// frame sent and received.
     public var logLevel: LogLevel
+    /// How long the session stays connected after ``RealtimeSession/applicationDidEnterBackground()``.
+    /// When it passes with the app still in the background, the connection is closed (code 1001, "going
+    /// away") and the session waits in ``ConnectionState/suspended`` without attempts until
+    /// ``RealtimeSession/applicationWillEnterForeground()``. `nil` (the default) never closes for the
+    /// background: the system decides, and the foreground call checks the link. `.zero` closes at once.
+    public var backgroundGrace: Duration?
 
     /// Each parameter sets the property of the same name; `nil` `delivery` and `reconnectPolicy` take a
     /// private serial queue and the dialect's policy.
@@ -89,7 +95,8 @@ public struct SessionOptions: Sendable {
                 sendBufferLimit: Int = 1_000,
                 sendTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(30),
                 deliveryHighWatermark: Int = 65_536, deliveryByteBudget: Int = 4 << 20, clock: any RealtimeClock = SystemClock(),
-                randomSource: RandomSource = .system, logHandler: LogHandler? = nil, logLevel: LogLevel = .info) {
+                randomSource: RandomSource = .system, logHandler: LogHandler? = nil, logLevel: LogLevel = .info,
+                backgroundGrace: Duration? = nil) {
         self.delivery = delivery
         self.reconnectPolicy = reconnectPolicy
         self.connectTimeout = connectTimeout
@@ -103,6 +110,7 @@ public struct SessionOptions: Sendable {
         self.randomSource = randomSource
         self.logHandler = logHandler
         self.logLevel = logLevel
+        self.backgroundGrace = backgroundGrace
     }
 }
 

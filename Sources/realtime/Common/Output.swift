@@ -115,6 +115,7 @@ final class Output: Sendable {
         case .connected: "connected"
         case .reconnecting: "reconnecting"
         case .waitingForNetwork: "waiting-for-network"
+        case .suspended: "suspended"
         case .disconnected: "disconnected"
         case .failed: "failed"
         }
