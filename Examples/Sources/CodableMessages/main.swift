@@ -6,8 +6,9 @@ import RealtimeTesting
 // Typed payloads end to end, against the embedded Socket.IO server of RealtimeSocketIOTesting:
 // - `send(_:encoding:)` sends an Encodable value as the event's argument;
 // - `request` waits for the server's acknowledgement, whose argument decodes with `JSONValue.decode`;
-// - `RealtimeEvent.decode(_:decoder:)` turns a received event into a Decodable value, here with a decoder
-//   configured for the server's snake_case keys and ISO 8601 dates.
+// - `on(_:as:decoder:)` hands a handler the event's data as a Decodable value, here with a decoder configured
+//   for the server's snake_case keys and ISO 8601 dates; `RealtimeEvent.decode(_:decoder:)` does the same in
+//   any handler.
 // Exit 0 when every value came back as sent.
 //
 //   swift run CodableMessages
@@ -53,15 +54,12 @@ let notes = Guarded<[Order]>([])
 let snakeCaseDates = JSONDecoder()
 snakeCaseDates.keyDecodingStrategy = .convertFromSnakeCase
 snakeCaseDates.dateDecodingStrategy = .iso8601
-shop.on("order-updated") { [snakeCaseDates] event in
-    do {
-        let update = try event.decode(OrderUpdate.self, decoder: snakeCaseDates)
-        updates.withLock { $0.append(update) }
-        print("update: order \(update.orderId) is \(update.status) since \(update.updatedAt)")
-    } catch {
-        print("could not decode an update: \(error)")
-    }
+// A typed handler: the data arrives decoded; data that does not decode goes to onError, not here.
+shop.on("order-updated", as: OrderUpdate.self, decoder: snakeCaseDates) { update, _ in
+    updates.withLock { $0.append(update) }
+    print("update: order \(update.orderId) is \(update.status) since \(update.updatedAt)")
 }
+session.onError { error in print("error: \(error)") }
 shop.on("note-seen") { event in
     if let order = try? event.decode(Order.self) { notes.withLock { $0.append(order) } }
 }
