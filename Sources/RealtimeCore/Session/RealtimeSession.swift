@@ -48,6 +48,10 @@ public final class RealtimeSession: Sendable {
     /// The dialect's short name.
     public var dialectName: String { engine.dialectName }
 
+    /// What the session has done so far: attempts, connections (so reconnections), frames, bytes and
+    /// events each way, and how long the current connection has been up.
+    public var statistics: SessionStatistics { engine.statistics }
+
     /// Connects and waits until the dialect's handshake completes. Failed attempts are retried by the
     /// reconnect policy while this waits, and each failure also reaches ``onError(id:_:)`` and
     /// ``errors`` as it happens.

@@ -75,6 +75,7 @@ extension SessionCore {
     // MARK: Attempts
 
     mutating func startAttempt(effects: inout [EngineEffect]) {
+        counters.attempts += 1
         connectionCounter += 1
         phase = .preparing(connectionCounter)
         setState(.connecting, effects: &effects)
@@ -141,6 +142,8 @@ extension SessionCore {
             reconnect.startOver()
         }
         connectionID = id
+        counters.connections += 1
+        connectedAt = now
         setState(.connected, effects: &effects)
         answerConnectWaiters(.success(()), effects: &effects)
         for channel in channels.order {

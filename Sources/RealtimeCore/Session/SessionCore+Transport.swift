@@ -13,8 +13,10 @@ extension SessionCore {
         case .received(let frames):
             guard case .open = phase else { return }
             liveness.received(at: now)
+            counters.framesReceived += frames.count
             for frame in frames {
                 unchargedBytes += frame.byteCount
+                counters.bytesReceived += frame.byteCount
                 runMachine(effects: &effects) { $0.received(frame, actions: &$1) }
                 // A dialect may close, or the machine may have failed the session, mid-batch.
                 guard currentConnection == connection else { return }
@@ -183,7 +185,10 @@ extension SessionCore {
 
     /// Writes `frame`, in the same batch as the frames just before it when they go the same way, so one
     /// machine step becomes one transport call.
-    private func write(_ frame: TransportFrame, compress: Bool, on connection: UInt64, effects: inout [EngineEffect]) {
+    private mutating func write(_ frame: TransportFrame, compress: Bool, on connection: UInt64,
+                                effects: inout [EngineEffect]) {
+        counters.framesSent += 1
+        counters.bytesSent += frame.byteCount
         if case .send(connection, var frames, compress)? = effects.last {
             effects.removeLast()
             frames.append(frame)
@@ -196,6 +201,7 @@ extension SessionCore {
     /// Delivers `event`, charged with the bytes received since the last one.
     private mutating func deliver(_ event: RealtimeEvent, on connection: UInt64) {
         deliveries.append(.event(event, connection: connection, bytes: unchargedBytes))
+        counters.eventsReceived += 1
         unchargedBytes = 0
     }
 

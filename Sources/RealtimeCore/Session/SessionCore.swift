@@ -58,6 +58,10 @@ struct SessionCore: Sendable {
     let backgroundGrace: Duration?
     /// What the app last reported: in the background (`true`) or the foreground.
     var inBackground = false
+    /// The counters of ``RealtimeSession/statistics``; `connectedFor` stays `nil` here.
+    var counters = SessionStatistics()
+    /// The clock's reading when the current connection completed its handshake.
+    var connectedAt: Duration?
 
     /// Set by the engine before each round of inputs.
     var now: Duration = .zero
@@ -81,6 +85,13 @@ struct SessionCore: Sendable {
 
     /// Sends and requests waiting for the connection or their channel.
     var bufferedSendCount: Int { channels.bufferedCount }
+
+    /// The counters, with the current connection's age at `now`.
+    func statistics(at now: Duration) -> SessionStatistics {
+        var statistics = counters
+        if state.isConnected, let connectedAt { statistics.connectedFor = now - connectedAt }
+        return statistics
+    }
 
     var handshakeDone: Bool {
         if case .open(_, true) = phase { return true }

@@ -188,6 +188,10 @@ final class SessionEngine: Sendable {
     var state: ConnectionState { core.withLock { $0.state } }
     var connectionID: String? { core.withLock { $0.connectionID } }
     var bufferedSendCount: Int { core.withLock { $0.bufferedSendCount } }
+    var statistics: SessionStatistics {
+        let now = clock.now()
+        return core.withLock { $0.statistics(at: now) }
+    }
     var deliveryBacklog: DeliveryBacklog { io.withLock { $0.backlog } }
     func channelState(_ channel: ChannelID) -> ChannelState? { core.withLock { $0.channelState(channel) } }
 
