@@ -247,10 +247,16 @@ struct ActionCableIntegrationTests {
             if case .reconnecting(_, _, let reason) = state { reason } else { nil }
         }
         #expect(reasons.first == .serverRestart)
-        #expect(lifecycle.withLock { $0 }.map(\.kind) == [
-            .subscribed(SubscriptionInfo(isResubscription: false, recovered: nil)),
-            .subscribed(SubscriptionInfo(isResubscription: true, recovered: nil)),
-        ])
+        let confirmations = lifecycle.withLock { $0 }.map { event -> SubscriptionInfo? in
+            if case .subscribed(let info) = event.kind { info } else { nil }
+        }
+        #expect(confirmations.map { $0?.isResubscription } == [false, true])
+        #expect(confirmations.allSatisfy { $0?.recovered == nil && $0?.serverPayload == nil })
+        // The resubscription says how long the channel went without a subscription: from the restart's
+        // close to the new confirmation, the reconnect delay included.
+        #expect(confirmations.first??.gap == nil)
+        let gap = try #require(confirmations.last??.gap)
+        #expect(gap > .zero && gap < .seconds(30), "\(gap)")
     }
 
     @Test("remote disconnect, Rails 6.1 style (bare close 1000): the client backs off and comes back")

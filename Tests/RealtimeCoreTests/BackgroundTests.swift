@@ -54,10 +54,11 @@ struct BackgroundTests {
         try await sending.value
         #expect(texts(harness.peers[1]).last == #"{"args":["while suspended"],"ch":"room","name":"note","t":"send"}"#)
         #expect(harness.stateLog == [.connecting, .connected, .suspended, .connecting, .connected])
-        let resubscribed = lifecycle.withLock { $0 }.compactMap { kind -> Bool? in
-            if case .subscribed(let info) = kind { info.isResubscription } else { nil }
+        let confirmations = lifecycle.withLock { $0 }.compactMap { kind -> SubscriptionInfo? in
+            if case .subscribed(let info) = kind { info } else { nil }
         }
-        #expect(resubscribed == [false, true])
+        #expect(confirmations.map(\.isResubscription) == [false, true])
+        #expect(confirmations.map(\.gap) == [nil, .seconds(3600)])   // suspended at 30 s, back at 3,630 s
         #expect(harness.errorLog.isEmpty)
     }
 

@@ -23,7 +23,9 @@ struct ChannelLifecycleTests {
         room.leave()
         #expect(seen.withLock { $0 } == [
             .subscribed(SubscriptionInfo(isResubscription: false, recovered: nil, serverPayload: ["n": 0])),
-            .subscribed(SubscriptionInfo(isResubscription: true, recovered: nil, serverPayload: ["n": 1])),
+            // Dropped at 0 s, joined again after the 1 s reconnect delay: a 1 s gap.
+            .subscribed(SubscriptionInfo(isResubscription: true, recovered: nil, serverPayload: ["n": 1],
+                                         gap: .seconds(1))),
             .unsubscribed,
         ])
         #expect(everywhere.withLock { $0 }.map(\.channel) == ["room", "room", "room"])

@@ -76,7 +76,7 @@ struct ChannelTableTests {
         table.buffer(message(on: room), as: request(2))
         table.addWaiter(OperationID(3), to: room)
         table.storePayload(["since": 5], for: room)
-        let confirmed = table.markSubscribed(room, recovered: true)
+        let confirmed = table.markSubscribed(room, recovered: true, at: .seconds(1))
         let first = try #require(confirmed)
         #expect(first.info == SubscriptionInfo(isResubscription: false, recovered: true, serverPayload: ["since": 5]))
         #expect(buffered(first.leftovers) == [send(1), request(2)])
@@ -84,20 +84,27 @@ struct ChannelTableTests {
         #expect(table.bufferedCount == 0)
         #expect(table.isSubscribed(room))
 
-        table.connectionLost()
+        table.connectionLost(at: .seconds(10))
         #expect(table.state(of: room) == .pending)
-        let reconfirmed = table.markSubscribed(room, recovered: nil)
+        let reconfirmed = table.markSubscribed(room, recovered: nil, at: .milliseconds(12_500))
         let again = try #require(reconfirmed)
-        #expect(again.info == SubscriptionInfo(isResubscription: true, recovered: nil))
+        // The gap runs from the lost connection to this confirmation.
+        #expect(again.info == SubscriptionInfo(isResubscription: true, recovered: nil, gap: .milliseconds(2_500)))
+
+        table.markPending(room, at: .seconds(20))      // the server dropped it; the dialect re-joins
+        let resubscribed = table.markSubscribed(room, recovered: nil, at: .seconds(21))
+        #expect(try #require(resubscribed).info.gap == .seconds(1))
     }
 
     @Test("a lost connection drops payloads not yet reported")
     func payloadsLapse() throws {
         var table = ChannelTable(joined: [room], sendBufferLimit: 10)
         table.storePayload(["since": 5], for: room)
-        table.connectionLost()
-        let confirmed = table.markSubscribed(room, recovered: nil)
-        #expect(try #require(confirmed).info.serverPayload == nil)
+        table.connectionLost(at: .zero)
+        let confirmed = table.markSubscribed(room, recovered: nil, at: .zero)
+        let info = try #require(confirmed).info
+        #expect(info.serverPayload == nil)
+        #expect(info.gap == nil)        // never subscribed: nothing lapsed
     }
 
     @Test("leaving forgets the channel and hands back what it held")
@@ -148,7 +155,7 @@ struct ChannelTableTests {
         #expect(table.state(of: room) == .endedByServer(refused))
         #expect(table.order == [room])
         #expect(table.bufferedCount == 0)
-        table.markPending(room)
+        table.markPending(room, at: .zero)
         #expect(table.state(of: room) == .pending)
     }
 

@@ -9,12 +9,18 @@ public struct SubscriptionInfo: Sendable, Hashable {
     /// What the server sent with its confirmation, when it sends anything: the Socket.IO CONNECT payload
     /// (with the namespace's `sid`), a Pusher presence snapshot.
     public var serverPayload: JSONValue?
+    /// For a resubscription, how long the channel went unsubscribed: from the moment its last subscription
+    /// lapsed (the connection ended, or the server dropped it) to this confirmation. Unless `recovered` is
+    /// `true`, messages sent in that window were not received: an app that must not miss any fetches them
+    /// for this span. `nil` on a first subscription.
+    public var gap: Duration?
 
     /// Each parameter sets the property of the same name.
-    public init(isResubscription: Bool, recovered: Bool?, serverPayload: JSONValue? = nil) {
+    public init(isResubscription: Bool, recovered: Bool?, serverPayload: JSONValue? = nil, gap: Duration? = nil) {
         self.isResubscription = isResubscription
         self.recovered = recovered
         self.serverPayload = serverPayload
+        self.gap = gap
     }
 }
 

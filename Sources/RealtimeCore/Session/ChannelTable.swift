@@ -42,6 +42,8 @@ struct ChannelTable: Sendable {
         var status: Status = .pending
         /// Confirmed at least once: the next confirmation is a resubscription.
         var everSubscribed = false
+        /// When its last subscription lapsed (the clock's reading), for the next confirmation's `gap`.
+        var lapsedAt: Duration?
         /// When it was joined, relative to the others: `order` sorts by it.
         var serial: UInt32
     }
@@ -211,12 +213,14 @@ struct ChannelTable: Sendable {
 
     /// The server confirmed `channel`: returns what to report and what it held (waiters to answer, sends to
     /// write now), or `nil` when the channel is not joined.
-    mutating func markSubscribed(_ channel: ChannelID,
-                                 recovered: Bool?) -> (info: SubscriptionInfo, leftovers: Leftovers)? {
+    mutating func markSubscribed(_ channel: ChannelID, recovered: Bool?,
+                                 at now: Duration) -> (info: SubscriptionInfo, leftovers: Leftovers)? {
         guard var record = records[channel] else { return nil }
         let info = SubscriptionInfo(isResubscription: record.everSubscribed, recovered: recovered,
-                                    serverPayload: subscriptionPayloads.removeValue(forKey: channel))
+                                    serverPayload: subscriptionPayloads.removeValue(forKey: channel),
+                                    gap: record.lapsedAt.map { now - $0 })
         record.everSubscribed = true
+        record.lapsedAt = nil
         record.status = .subscribed(recovered: recovered)
         records[channel] = record
         stopped[channel] = nil
@@ -241,17 +245,21 @@ struct ChannelTable: Sendable {
     }
 
     /// The dialect will confirm `channel` again (its server resubscribes on its own).
-    mutating func markPending(_ channel: ChannelID) {
-        guard records[channel] != nil else { return }
+    mutating func markPending(_ channel: ChannelID, at now: Duration) {
+        guard let record = records[channel] else { return }
+        if case .subscribed = record.status { records[channel]?.lapsedAt = now }
         records[channel]?.status = .pending
         stopped[channel] = nil
     }
 
     /// The connection ended: subscriptions lapse with it, and so do payloads not yet reported.
-    mutating func connectionLost() {
+    mutating func connectionLost(at now: Duration) {
         subscriptionPayloads = [:]
         for index in records.values.indices {
-            if case .subscribed = records.values[index].status { records.values[index].status = .pending }
+            if case .subscribed = records.values[index].status {
+                records.values[index].status = .pending
+                records.values[index].lapsedAt = now
+            }
         }
     }
 

@@ -50,7 +50,7 @@ extension SessionCore {
 
     /// The server confirmed `channel`: its waiters are answered and what it buffered is written.
     mutating func channelSubscribed(_ channel: ChannelID, recovered: Bool?, effects: inout [EngineEffect]) {
-        guard let (info, leftovers) = channels.markSubscribed(channel, recovered: recovered) else { return }
+        guard let (info, leftovers) = channels.markSubscribed(channel, recovered: recovered, at: now) else { return }
         for operation in leftovers.waiters { effects.append(.answer(.subscribed(operation, recovered: recovered))) }
         deliveries.append(.lifecycle(ChannelLifecycleEvent(channel: channel, kind: .subscribed(info))))
         for item in leftovers.queue {

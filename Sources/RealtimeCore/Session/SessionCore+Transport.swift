@@ -108,7 +108,7 @@ extension SessionCore {
         liveness.stop()
         unchargedBytes = 0
         connectionID = nil
-        channels.connectionLost()
+        channels.connectionLost(at: now)
         failWrittenRequests(effects: &effects)
     }
 
@@ -167,7 +167,7 @@ extension SessionCore {
             channelStopped(channel, .rejected(error), effects: &effects)
         case .channelEnded(let channel, let error):
             channelStopped(channel, .endedByServer(error), effects: &effects)
-        case .channelPending(let channel): channels.markPending(channel)
+        case .channelPending(let channel): channels.markPending(channel, at: now)
         case .resolveRequest(let id, let result): resolveRequest(id, result, effects: &effects)
         case .liveness(let rule): adoptLiveness(rule, effects: &effects)
         case .startTimer(let key, let delay): schedule(.dialect(key), after: delay, effects: &effects)
