@@ -171,6 +171,11 @@ struct CLIServeTests {
             #expect(run.lines.contains { $0.hasPrefix("\(backend): embedded server on ") }, "\(run.transcript)")
         }
         #expect(!run.lines.contains { $0.contains("✗") }, "\(run.transcript)")
+        // Each backend's drop is reported as the resubscription's gap, and its counters show the reconnect.
+        #expect(run.lines.filter { $0.contains("without a subscription (SubscriptionInfo.gap)") }.count == 4,
+                "\(run.transcript)")
+        #expect(run.lines.filter { $0.contains("session.statistics: 2 connections (1 reconnection)") }.count == 4,
+                "\(run.transcript)")
         #expect(run.lines.last == "demo: every step passed", "\(run.transcript)")
     }
 

@@ -10,9 +10,9 @@ enum DemoCommand {
     Starts the embedded server of every backend on loopback (Socket.IO, Pusher, Bird, Action Cable) and
     attaches one set of handlers, the same closures, to a session of each. For each it drives: subscribe,
     a server event, a request with an acknowledgement (Socket.IO), presence (Pusher, Bird), a round trip
-    measured with session.ping(), a connection the server drops (reconnect, then re-join), a send made while
-    offline (delivered once), off(id:), and disconnect(). It ends with a table per backend. --dialect runs
-    one backend.
+    measured with session.ping(), a connection the server drops (reconnect, then re-join, printing how long
+    the channel went unsubscribed), a send made while offline (delivered once), off(id:), and disconnect()
+    (printing session.statistics first). It ends with a table per backend. --dialect runs one backend.
 
     exit: 0 every step passed, 1 a step failed, 2 usage
     """
@@ -65,6 +65,11 @@ enum DemoCommand {
             log.line("    state → \(new)")
         }
         let channel = session.channel(backend.channel)
+        // How long the channel went unsubscribed, as its resubscription reports it.
+        let gap = Locked<Duration?>(nil)
+        channel.onLifecycle { event in
+            if case .subscribed(let info) = event.kind, let lapse = info.gap { gap.withLock { $0 = lapse } }
+        }
         let ids = handlers.attach(to: session, channel: channel, presenceEvent: backend.presenceEvent)
         let same = ids.message == handlers.ids.message && ids.failure == handlers.ids.failure
             && (ids.memberAdded == nil || ids.memberAdded == handlers.ids.memberAdded)
@@ -132,6 +137,11 @@ enum DemoCommand {
                 try await channel.subscribed()
             }
             try await send.value
+            // Lifecycle observers run on the delivery queue, possibly just after subscribed() returns.
+            if await waitFor(.seconds(2), { gap.withLock { $0 } != nil }), let lapse = gap.withLock({ $0 }) {
+                log.line(String(format: "    re-joined after %.0f ms without a subscription (SubscriptionInfo.gap)",
+                                lapse.seconds * 1000))
+            }
             return .passed
         }
         await step("the offline send was delivered once") {
@@ -150,6 +160,11 @@ enum DemoCommand {
             return handlers.count("after off on \(tag)") == 0 ? .passed : .failed
         }
         await step("disconnect() stays disconnected") {
+            let statistics = session.statistics
+            log.line("    session.statistics: \(statistics.connections) connections "
+                     + "(\(statistics.reconnections) reconnection\(statistics.reconnections == 1 ? "" : "s")), "
+                     + "\(statistics.framesReceived) frames in, \(statistics.framesSent) out, "
+                     + "\(statistics.eventsReceived) events")
             session.disconnect()
             return await waitFor(.seconds(5)) { session.state == .disconnected } ? .passed : .failed
         }
