@@ -121,6 +121,26 @@ struct BackgroundTests {
         #expect(harness.peers.count == 3)
     }
 
+    @Test("a connect() caller still waiting when the session suspends times out saying so; the foreground connects")
+    func connectWaiterWhileSuspended() async throws {
+        let harness = EngineHarness(options: { $0.backgroundGrace = .zero }, script: { index in
+            index == 0 ? [.drop] : EngineHarness.welcome(id: "c\(index)")
+        })
+        let connecting = Task { try await harness.session.connect(timeout: .seconds(5)) }
+        await eventually("the first attempt to fail") {
+            if case .reconnecting = harness.session.state { true } else { false }
+        }
+        harness.session.applicationDidEnterBackground()
+        #expect(harness.session.state == .suspended)
+        harness.clock.advance(by: .seconds(5))
+        let error = await #expect(throws: RealtimeError.self) { try await connecting.value }
+        #expect(error?.code == .connectTimedOut)
+        #expect(error?.message == "not connected in time: suspended in the background after 1 failed attempt")
+        #expect(harness.peers.count == 1)
+        harness.session.applicationWillEnterForeground()
+        #expect(harness.session.state == .connected)
+    }
+
     @Test("disconnect() while suspended is final; a background report does nothing to a disconnected session")
     func disconnectWhileSuspended() async throws {
         let harness = Self.harness(grace: .zero)

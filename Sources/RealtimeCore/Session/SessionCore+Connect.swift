@@ -42,7 +42,11 @@ extension SessionCore {
     mutating func connectDeadlinePassed(_ operation: OperationID, effects: inout [EngineEffect]) {
         guard let index = connectWaiters.firstIndex(of: operation) else { return }
         connectWaiters.remove(at: index)
-        var message = state == .waitingForNetwork ? "not connected in time: no network path" : "not connected in time"
+        var message = switch state {
+        case .waitingForNetwork: "not connected in time: no network path"
+        case .suspended: "not connected in time: suspended in the background"
+        default: "not connected in time"
+        }
         if failedAttemptsWhileWaiting > 0 {
             message += " after \(failedAttemptsWhileWaiting) failed attempt\(failedAttemptsWhileWaiting == 1 ? "" : "s")"
         }
