@@ -387,12 +387,15 @@ public struct RealtimeChannel: Sendable {
         let timeout = timeout ?? engine.requestTimeout
         var retriesLeft = retries
         while true {
-            let result = await engine.outcome(\.replies) { .request(message, timeout: timeout, operation: $0) }
-            guard case .failure(let error) = result else { return try result.get() }
-            if error.code == .cancelled { throw CancellationError() }
-            guard retriesLeft > 0, Self.retriedCodes.contains(error.code) else { throw error }
-            retriesLeft -= 1
-            engine.log(.info, "\(event) on \(id): \(error.message); sending it again (\(retriesLeft) retries left)")
+            switch await engine.outcome(\.replies, { .request(message, timeout: timeout, operation: $0) }) {
+            case .success(let answer):
+                return answer
+            case .failure(let error) where retriesLeft > 0 && Self.retriedCodes.contains(error.code):
+                retriesLeft -= 1
+                engine.log(.info, "\(event) on \(id): \(error.message); sending it again (\(retriesLeft) retries left)")
+            case .failure(let error):
+                throw SessionEngine.thrown(error)
+            }
         }
     }
 

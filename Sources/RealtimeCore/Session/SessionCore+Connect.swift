@@ -12,12 +12,17 @@ extension SessionCore {
             if let operation { addConnectWaiter(operation, timeout: timeout, effects: &effects) }
         case .initialized, .suspended, .disconnected, .failed:
             if let operation { addConnectWaiter(operation, timeout: timeout, effects: &effects) }
-            reconnect.startOver()
-            if networkAvailable {
-                startAttempt(effects: &effects)
-            } else {
-                setState(.waitingForNetwork, effects: &effects)
-            }
+            startOver(effects: &effects)
+        }
+    }
+
+    /// A fresh backoff, and an attempt now, or a wait for the network path when it is down.
+    private mutating func startOver(effects: inout [EngineEffect]) {
+        reconnect.startOver()
+        if networkAvailable {
+            startAttempt(effects: &effects)
+        } else {
+            setState(.waitingForNetwork, effects: &effects)
         }
     }
 
@@ -297,8 +302,7 @@ extension SessionCore {
         switch state {
         case .suspended:
             effects.append(.log(.info, "back in the foreground: connecting"))
-            reconnect.startOver()
-            if networkAvailable { startAttempt(effects: &effects) } else { setState(.waitingForNetwork, effects: &effects) }
+            startOver(effects: &effects)
         case .reconnecting:
             retryNow(effects: &effects)
         case .initialized, .connecting, .connected, .waitingForNetwork, .disconnected, .failed:

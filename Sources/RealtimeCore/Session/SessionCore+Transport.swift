@@ -15,8 +15,9 @@ extension SessionCore {
             liveness.received(at: now)
             counters.framesReceived += frames.count
             for frame in frames {
-                unchargedBytes += frame.byteCount
-                counters.bytesReceived += frame.byteCount
+                let bytes = frame.byteCount
+                unchargedBytes += bytes
+                counters.bytesReceived += bytes
                 runMachine(effects: &effects) { $0.received(frame, actions: &$1) }
                 // A dialect may close, or the machine may have failed the session, mid-batch.
                 guard currentConnection == connection else { return }

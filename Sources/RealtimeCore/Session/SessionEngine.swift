@@ -116,9 +116,14 @@ final class SessionEngine: Sendable {
     ) async throws -> Value {
         switch await outcome(kind, start) {
         case .success(let value): return value
-        case .failure(let error) where error.code == .cancelled: throw CancellationError()
-        case .failure(let error): throw error
+        case .failure(let error): throw Self.thrown(error)
         }
+    }
+
+    /// What an app operation throws for a failure the core answered: `CancellationError` for `.cancelled`,
+    /// the error itself otherwise.
+    static func thrown(_ error: RealtimeError) -> any Error {
+        error.code == .cancelled ? CancellationError() : error
     }
 
     /// ``cancellable(_:_:)``'s answer as a value: a cancelled task gives `.cancelled`, before the operation
