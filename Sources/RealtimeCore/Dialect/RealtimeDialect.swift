@@ -258,6 +258,9 @@ extension RealtimeDialect {
 }
 
 /// What the machine asks the engine to do.
+///
+/// The cases that carry an error are `indirect`: a ``RealtimeError`` is 144 bytes, and unboxed it would make
+/// every action that size, each `.deliver` of a busy stream among them.
 @_spi(DialectAuthoring) public enum DialectAction: Sendable {
     /// Write a frame.
     case send(TransportFrame)
@@ -274,13 +277,13 @@ extension RealtimeDialect {
     /// (``SubscriptionInfo/serverPayload``).
     case subscriptionPayload(ChannelID, JSONValue)
     /// The server or an authorizer refused a channel. The engine will not retry it on its own.
-    case subscriptionFailed(ChannelID, RealtimeError)
+    indirect case subscriptionFailed(ChannelID, RealtimeError)
     /// The server ended a subscribed channel (Socket.IO DISCONNECT). It is not re-joined on reconnect.
-    case channelEnded(ChannelID, RealtimeError)
+    indirect case channelEnded(ChannelID, RealtimeError)
     /// A channel that was subscribed is pending again (for example its namespace re-joins).
     case channelPending(ChannelID)
     /// Answer for a `.request` or `.custom` command.
-    case resolveRequest(RequestID, Result<[JSONValue], RealtimeError>)
+    indirect case resolveRequest(RequestID, Result<[JSONValue], RealtimeError>)
     /// Sets how liveness is checked for the current connection.
     case liveness(LivenessRule)
     /// Starts (or restarts) a timer; `timerFired` follows unless it is cancelled.
@@ -294,15 +297,15 @@ extension RealtimeDialect {
     case close(code: Int, reason: String)
     /// Closes the connection because the server asked for it in its protocol; the app sees `reason` in
     /// ``ConnectionState/reconnecting(attempt:delay:reason:)``. The engine then asks `connectionEnded`.
-    case closeAsServerAsked(code: Int, reason: DisconnectReason)
+    indirect case closeAsServerAsked(code: Int, reason: DisconnectReason)
     /// Ends the session for good: the engine closes the connection (code 1000), resets the machine
     /// through `connectionEnded`, and fails the session with `error` without asking how to go on.
-    case fail(RealtimeError)
+    indirect case fail(RealtimeError)
     /// The `.send` command being handled was not written (too large, channel not joined on the
     /// server): the app's `send` call fails with `error` instead of reporting success.
-    case refuseSend(RealtimeError)
+    indirect case refuseSend(RealtimeError)
     /// Reports an error to the app's error observers without closing.
-    case reportError(RealtimeError)
+    indirect case reportError(RealtimeError)
     /// Writes a log line (already free of secrets).
     case log(LogLevel, String)
 }

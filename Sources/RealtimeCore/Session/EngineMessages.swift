@@ -63,8 +63,9 @@ enum Delivery: Sendable {
     case event(RealtimeEvent, connection: UInt64, bytes: Int)
     /// Boxed: two states are 336 bytes, and every delivery in a batch would be that large.
     indirect case state(ConnectionState, ConnectionState)
-    case error(RealtimeError)
-    case lifecycle(ChannelLifecycleEvent)
+    /// Boxed, as the lifecycle: an error is 144 bytes, and unboxed every event's delivery would be that large.
+    indirect case error(RealtimeError)
+    indirect case lifecycle(ChannelLifecycleEvent)
     /// What a tap asked to run in this place (`HandlerRegistry.tap(_:)`).
     case followUp(@Sendable () -> Void)
 }
