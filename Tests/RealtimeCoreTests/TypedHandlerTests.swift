@@ -85,4 +85,47 @@ struct TypedHandlerTests {
         harness.peers[0].send(text: #"{"t":"ev","ch":"room","name":"move","data":{"x":7,"y":8}}"#)
         #expect(moves.withLock { $0 } == [Move(x: 5, y: 6)])
     }
+
+    @Test("events(_:as:) yields each decodable payload with its event; one that does not decode is skipped, reported as .decodingFailed, and the loop goes on")
+    func typedStream() async throws {
+        let harness = Self.harness()
+        let room = harness.session.channel("room")
+        var moves = room.events("move", as: Move.self).makeAsyncIterator()
+        var anywhere = harness.session.events("move", as: Move.self).makeAsyncIterator()
+        try await harness.session.connect()
+        try await room.subscribed()
+        harness.peers[0].send(text: #"{"t":"ev","ch":"room","name":"move","data":{"x":1,"y":2}}"#)
+        harness.peers[0].send(text: #"{"t":"ev","ch":"room","name":"move","data":"north"}"#)
+        harness.peers[0].send(text: #"{"t":"ev","ch":"room","name":"move","data":{"x":3,"y":4}}"#)
+
+        let first = try #require(await moves.next())
+        #expect(first.0 == Move(x: 1, y: 2) && first.1.name == "move" && first.1.channel == "room")
+        #expect(harness.errorLog.isEmpty)
+        let second = try #require(await moves.next())
+        #expect(second.0 == Move(x: 3, y: 4))
+        #expect(harness.errorLog.map(\.message) == [#""move" on room was not passed on: its data is not a Move"#])
+        #expect(harness.errorLog.first?.context.serverPayload == "north")
+
+        // A session-scope stream reads the same events and reports its own skip.
+        #expect(await anywhere.next()?.0 == Move(x: 1, y: 2))
+        #expect(await anywhere.next()?.0 == Move(x: 3, y: 4))
+        #expect(harness.errorLog.map(\.code) == [.decodingFailed, .decodingFailed])
+        #expect(harness.session.state == .connected)
+    }
+
+    @Test("a typed stream's skipped events leave the delivery budget as they are taken, so reading resumes")
+    func typedStreamBudget() async throws {
+        let harness = EngineHarness(options: { $0.deliveryHighWatermark = 4 })
+        var ticks = harness.session.events("tick", as: Int.self).makeAsyncIterator()
+        try await harness.session.connect()
+        for index in 0..<6 {
+            let data = index < 4 ? #""bad""# : String(index)
+            harness.peers[0].send(text: #"{"t":"ev","name":"tick","data":\#(data)}"#)
+        }
+        #expect(harness.peers[0].isReadingPaused)
+        #expect(await ticks.next()?.0 == 4)   // four skipped on the way
+        #expect(!harness.peers[0].isReadingPaused)
+        #expect(harness.session.deliveryBacklog.events == 1)
+        #expect(harness.errorLog.count == 4)
+    }
 }

@@ -373,6 +373,13 @@ final class SessionEngine: Sendable {
         }
     }
 
+    /// Reports `error` to the error observers on the delivery target, for a failure found off it (a typed
+    /// event stream decodes in its consumer's task), so that observers run where they always run.
+    func reportOnDeliveryTarget(_ error: RealtimeError) {
+        let registry = self.registry
+        delivery.enqueue { registry.dispatchError(error) }
+    }
+
     /// Tells the dialect when the handlers start or stop reading deferred payloads; nothing otherwise.
     private func notePayloadsRead(_ read: Bool) {
         let changed = payloadHint.withLock { hint in

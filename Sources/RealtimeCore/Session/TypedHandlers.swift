@@ -50,14 +50,20 @@ extension HandlerRegistry {
             do {
                 value = try event.decode(Payload.self, decoder: decoder)
             } catch {
-                let channel = event.channel.map { " on \($0)" } ?? ""
-                self?.dispatchError(RealtimeError(
-                    .decodingFailed, "\"\(event.name)\"\(channel) was not passed on: its data is not a \(Payload.self)",
-                    context: .init(serverPayload: event.data, channel: event.channel,
-                                   detail: String(describing: error))))
+                self?.dispatchError(.undecodable(event, as: Payload.self, error))
                 return
             }
             handler(value, event)
         }
+    }
+}
+
+extension RealtimeError {
+    /// What typed handlers and typed event streams report for an event whose data is not a `Payload`.
+    static func undecodable<Payload>(_ event: RealtimeEvent, as _: Payload.Type, _ error: any Error) -> RealtimeError {
+        let channel = event.channel.map { " on \($0)" } ?? ""
+        return RealtimeError(.decodingFailed, "\"\(event.name)\"\(channel) was not passed on: its data is not a \(Payload.self)",
+                             context: .init(serverPayload: event.data, channel: event.channel,
+                                            detail: String(describing: error)))
     }
 }
