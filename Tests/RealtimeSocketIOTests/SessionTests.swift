@@ -5,7 +5,7 @@ import RealtimeTesting
 import Testing
 
 /// A few lines of Socket.IO server over an `InMemoryPeer`: open packet, CONNECT acks (token checked when
-/// `requiredToken` is set), `sum` acks and a welcome event before the CONNECT ack.
+/// `requiredToken` is set), `sum` acks, empty `noop` acks and a welcome event before the CONNECT ack.
 private func serve(_ peer: InMemoryPeer, requiredToken: String? = nil, tokens: Locked<[String]>) {
     peer.onReceive { frame, peer in
         guard case .text(let text) = frame else { return }
@@ -34,6 +34,10 @@ private func serve(_ peer: InMemoryPeer, requiredToken: String? = nil, tokens: L
             let total = numbers.compactMap(\.integerValue).reduce(0, +)
             peer.send(SocketIOPacket(kind: .ack, namespace: packet.namespace, id: id, payload: [["sum": .integer(total)]])
                 .encoded())
+        } else if text.hasPrefix("42"), text.contains(#"["noop""#) {
+            var decoder = SocketIOPacketDecoder()
+            guard let packet = try? decoder.receive(text: String(text.dropFirst())), let id = packet.id else { return }
+            peer.send(SocketIOPacket(kind: .ack, namespace: packet.namespace, id: id, payload: []).encoded())
         } else if text.hasPrefix("42"), text.contains(#"["flaky""#) || text.contains(#"["later""#) {
             // `flaky` is answered from its second arrival on this connection, `later` only on a later one.
             let arrivals = peer.receivedTexts.filter { $0.contains(#"["flaky""#) }.count
@@ -113,6 +117,29 @@ struct SessionTests {
         #expect(welcomes.withLock { $0 } == ["/chat"])
         #expect(tokens.withLock { $0 } == ["secret", "secret"])  // "/" and "/chat"
         #expect(transport.peers[0].receivedTexts.contains(#"42/chat,0["sum",[1,2,3]]"#))
+        session.disconnect()
+    }
+
+    @Test("request(_:encoding:as:) sends the encoded value and decodes the answer's first argument; one that does not decode throws .decodingFailed carrying it; an empty answer decodes as null")
+    func typedRequest() async throws {
+        struct Total: Decodable, Equatable { var sum: Int }
+        let (session, transport, _, _) = makeSession(auth: nil)
+        let chat = session.channel("/chat")
+        try await session.connect()
+        try await chat.subscribed()
+        #expect(try await chat.request("sum", encoding: [1, 2, 3], as: Total.self) == Total(sum: 6))
+        #expect(transport.peers[0].receivedTexts.contains(#"42/chat,0["sum",[1,2,3]]"#))
+
+        let error = await #expect(throws: RealtimeError.self) {
+            try await chat.request("sum", encoding: [4], as: String.self)
+        }
+        #expect(error?.code == .decodingFailed)
+        #expect(error?.message == "the answer to sum on /chat is not a String")
+        #expect(error?.context.serverPayload == ["sum": 4])
+        #expect(error?.context.detail?.isEmpty == false)
+
+        #expect(try await chat.request("noop", encoding: true, as: Total?.self) == nil)
+        await #expect(throws: RealtimeError.self) { try await chat.request("noop", encoding: true, as: Total.self) }
         session.disconnect()
     }
 

@@ -354,16 +354,19 @@ public struct RealtimeChannel: Sendable {
     /// Sends `event` with `value` encoded as JSON. A value `encoder` cannot encode throws
     /// `.invalidArgument` with the encoder's explanation in `context.detail`.
     public func send(_ event: String, encoding value: some Encodable, encoder: JSONEncoder = JSONEncoder()) async throws {
-        let encoded: JSONValue
+        try await send(event, arguments: [encodedArgument(value, of: event, with: encoder)])
+    }
+
+    /// `value` as the JSON argument of `event`, or `.invalidArgument` with the encoder's explanation.
+    private func encodedArgument(_ value: some Encodable, of event: String, with encoder: JSONEncoder) throws -> JSONValue {
         do {
-            encoded = try JSONValue(encoding: value, encoder: encoder)
+            return try JSONValue(encoding: value, encoder: encoder)
         } catch let error as RealtimeError {
             throw error
         } catch {
             throw RealtimeError(.invalidArgument, "could not encode the value of \(event) as JSON",
                                 context: .init(channel: id, detail: String(describing: error)))
         }
-        try await send(event, arguments: [encoded])
     }
 
     /// Sends `event` and waits for the server's acknowledgement (Socket.IO). Throws `.timedOut` when no
@@ -408,6 +411,27 @@ public struct RealtimeChannel: Sendable {
     public func request(_ event: String, _ arguments: JSONValue..., timeout: Duration? = nil,
                         retries: Int = 0) async throws -> [JSONValue] {
         try await request(event, arguments: arguments, timeout: timeout, retries: retries)
+    }
+
+    /// Sends `event` with `value` encoded as JSON (by `encoder`), waits for the acknowledgement (Socket.IO) and
+    /// returns its first argument decoded as `Reply` (by `decoder`); an acknowledgement without arguments
+    /// decodes as `null`, so ask for an optional type when the server may answer with nothing. An answer
+    /// that does not decode throws `.decodingFailed` (the answer in `context.serverPayload`, the decoder's
+    /// explanation in `context.detail`); it came, so it is not retried. A value that does not encode throws
+    /// `.invalidArgument`. `timeout`, `retries`, cancellation and the other failures: as in
+    /// ``request(_:arguments:timeout:retries:compress:)``, which returns every argument of the answer.
+    public func request<Reply: Decodable>(_ event: String, encoding value: some Encodable, as type: Reply.Type,
+                                          encoder: JSONEncoder = JSONEncoder(), decoder: JSONDecoder = JSONDecoder(),
+                                          timeout: Duration? = nil, retries: Int = 0) async throws -> Reply {
+        let argument = try encodedArgument(value, of: event, with: encoder)
+        let answer = try await request(event, arguments: [argument], timeout: timeout, retries: retries)
+        let first = answer.first ?? .null
+        do {
+            return try first.decode(Reply.self, decoder: decoder)
+        } catch {
+            throw RealtimeError(.decodingFailed, "the answer to \(event) on \(id) is not a \(Reply.self)",
+                                context: .init(serverPayload: first, channel: id, detail: String(describing: error)))
+        }
     }
 
     // MARK: Handlers
