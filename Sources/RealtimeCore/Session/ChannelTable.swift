@@ -42,11 +42,12 @@ struct ChannelTable: Sendable {
         var status: Status = .pending
         /// Confirmed at least once: the next confirmation is a resubscription.
         var everSubscribed = false
-        /// When its last subscription lapsed (the clock's reading), for the next confirmation's `gap`.
-        var lapsedAt: Duration?
         /// When it was joined, relative to the others: `order` sorts by it.
         var serial: UInt32
     }
+
+    /// The bytes one joined channel's record takes in `records` (for the test that keeps it small).
+    static var recordStride: Int { MemoryLayout<Record>.stride }
 
     private let sendBufferLimit: Int
     private var records: [ChannelID: Record] = [:]
@@ -57,6 +58,9 @@ struct ChannelTable: Sendable {
     private var nextSerial: UInt32 = 0
     /// Sends and requests buffered across all channels.
     private(set) var bufferedCount = 0
+    /// When each channel whose subscription lapsed (the connection ended, or the server dropped it) lost it,
+    /// until it is confirmed again, for that confirmation's `gap`: empty while every channel is subscribed.
+    private var lapses: [ChannelID: Duration] = [:]
     /// What the server sent with a confirmation that is about to be reported (`.subscriptionPayload`).
     private var subscriptionPayloads: [ChannelID: JSONValue] = [:]
 
@@ -121,6 +125,7 @@ struct ChannelTable: Sendable {
         guard let state = state(of: channel) else { return nil }
         records[channel] = nil
         stopped[channel] = nil
+        lapses[channel] = nil
         let leftovers = held.removeValue(forKey: channel) ?? Leftovers()
         bufferedCount -= leftovers.queue.count
         return (state, leftovers)
@@ -218,9 +223,8 @@ struct ChannelTable: Sendable {
         guard var record = records[channel] else { return nil }
         let info = SubscriptionInfo(isResubscription: record.everSubscribed, recovered: recovered,
                                     serverPayload: subscriptionPayloads.removeValue(forKey: channel),
-                                    gap: record.lapsedAt.map { now - $0 })
+                                    gap: lapses.removeValue(forKey: channel).map { now - $0 })
         record.everSubscribed = true
-        record.lapsedAt = nil
         record.status = .subscribed(recovered: recovered)
         records[channel] = record
         stopped[channel] = nil
@@ -247,7 +251,7 @@ struct ChannelTable: Sendable {
     /// The dialect will confirm `channel` again (its server resubscribes on its own).
     mutating func markPending(_ channel: ChannelID, at now: Duration) {
         guard let record = records[channel] else { return }
-        if case .subscribed = record.status { records[channel]?.lapsedAt = now }
+        if case .subscribed = record.status { lapses[channel] = now }
         records[channel]?.status = .pending
         stopped[channel] = nil
     }
@@ -258,7 +262,7 @@ struct ChannelTable: Sendable {
         for index in records.values.indices {
             if case .subscribed = records.values[index].status {
                 records.values[index].status = .pending
-                records.values[index].lapsedAt = now
+                lapses[records.keys[index]] = now
             }
         }
     }
