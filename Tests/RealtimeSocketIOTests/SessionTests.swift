@@ -134,7 +134,7 @@ struct SessionTests {
             try await chat.request("sum", encoding: [4], as: String.self)
         }
         #expect(error?.code == .decodingFailed)
-        #expect(error?.message == "the answer to sum on /chat is not a String")
+        #expect(error?.message == #"the answer to "sum" on /chat is not a String"#)
         #expect(error?.context.serverPayload == ["sum": 4])
         #expect(error?.context.detail?.isEmpty == false)
 

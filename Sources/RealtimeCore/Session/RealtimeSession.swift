@@ -429,7 +429,7 @@ public struct RealtimeChannel: Sendable {
         do {
             return try first.decode(Reply.self, decoder: decoder)
         } catch {
-            throw RealtimeError(.decodingFailed, "the answer to \(event) on \(id) is not a \(Reply.self)",
+            throw RealtimeError(.decodingFailed, "the answer to \"\(event)\" on \(id) is not a \(Reply.self)",
                                 context: .init(serverPayload: first, channel: id, detail: String(describing: error)))
         }
     }

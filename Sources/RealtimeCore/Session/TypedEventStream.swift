@@ -14,6 +14,13 @@ public struct TypedEventStream<Payload: Decodable & SendableMetatype>: AsyncSequ
     let decoder: JSONDecoder
     let report: @Sendable (RealtimeError) -> Void
 
+    /// `events` decoded by `decoder`; the events that do not decode are reported through `engine`.
+    init(_ events: RealtimeEventStream, decoder: JSONDecoder, engine: SessionEngine) {
+        self.events = events
+        self.decoder = decoder
+        report = { [weak engine] in engine?.reportOnDeliveryTarget($0) }
+    }
+
     public func makeAsyncIterator() -> Iterator {
         Iterator(base: events.makeAsyncIterator(), decoder: decoder, report: report)
     }
@@ -45,9 +52,7 @@ extension RealtimeSession {
     public func events<Payload: Decodable & SendableMetatype>(_ event: String, as type: Payload.Type,
                                                               decoder: JSONDecoder = JSONDecoder())
         -> TypedEventStream<Payload> {
-        let engine = self.engine
-        return TypedEventStream(events: events(event), decoder: decoder,
-                                report: { [weak engine] in engine?.reportOnDeliveryTarget($0) })
+        TypedEventStream(events(event), decoder: decoder, engine: engine)
     }
 }
 
@@ -58,8 +63,6 @@ extension RealtimeChannel {
     public func events<Payload: Decodable & SendableMetatype>(_ event: String, as type: Payload.Type,
                                                               decoder: JSONDecoder = JSONDecoder())
         -> TypedEventStream<Payload> {
-        let engine = self.engine
-        return TypedEventStream(events: events(event), decoder: decoder,
-                                report: { [weak engine] in engine?.reportOnDeliveryTarget($0) })
+        TypedEventStream(events(event), decoder: decoder, engine: engine)
     }
 }
