@@ -104,7 +104,7 @@ struct CLIPusherFakeTests {
             #expect(run.status == 3, "\(run.transcript)")
             #expect(run.lines == [
                 CLILine.connecting, CLILine.connected,
-                CLILine.error("subscription-rejected", "pusher refused the subscription to private-chat"),
+                CLILine.error("subscription-rejected", "Pusher refused the subscription to private-chat"),
             ], "\(run.transcript)")
         }
     }

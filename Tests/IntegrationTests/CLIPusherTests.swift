@@ -143,7 +143,7 @@ struct CLIPusherTests {
         #expect(run.lines == [
             CLILine.connecting, CLILine.connected,
             CLILine.error("subscription-rejected",
-                          "pusher refused the subscription to private-chat: Invalid signature: "
+                          "Pusher refused the subscription to private-chat: Invalid signature: "
                             + "expected HMAC SHA256 hex digest of 1.1001:private-chat"),
         ], "\(run.transcript)")
     }

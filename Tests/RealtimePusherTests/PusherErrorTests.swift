@@ -121,7 +121,7 @@ struct PusherErrorMachineTests {
         driver.establish()
         let after = await driver.runWork(driver.handle(.subscribe("private-x")))
         #expect(after.failures.first?.1.code == .operationFailed)
-        #expect(after.failures.first?.1.message == "the pusher auth provider threw: Offline()")
+        #expect(after.failures.first?.1.message == "the Pusher auth provider threw: Offline()")
     }
 
     @Test("sign-in failures are .signInFailed with the cause kept, never a channel or connection error")

@@ -73,7 +73,7 @@ public enum PusherAuth: Sendable {
         switch self {
         case .provider(let body):
             return try await RealtimeError.runningAppClosure(
-                "the \(request.vendor.name) auth provider", channel: request.channel.map { ChannelID($0) }
+                "the \(request.vendor.displayName) auth provider", channel: request.channel.map { ChannelID($0) }
             ) { try await body(request) }
         case .inline(let secret, let presenceData, let userData, let masterKey):
             return try Self.signInline(request, key: key, secret: secret, presenceData: presenceData,
@@ -85,7 +85,7 @@ public enum PusherAuth: Sendable {
                                            masterKey: masterKey)
             }
             let member = try await RealtimeError.runningAppClosure(
-                "the \(request.vendor.name) userDataFetcher", channel: request.channel.map { ChannelID($0) }, fetch)
+                "the \(request.vendor.displayName) userDataFetcher", channel: request.channel.map { ChannelID($0) }, fetch)
             let vendor = request.vendor
             let idKey = request.channel == nil ? vendor.signinIDKey : vendor.memberIDKey
             var identity: [String: JSONValue] = [idKey: .string(member.id)]

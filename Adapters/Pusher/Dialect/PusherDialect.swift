@@ -114,7 +114,7 @@ public struct PusherDialect: RealtimeDialect {
         let channel = message.channel.name
         let context = RealtimeError.Context(channel: message.channel, detail: message.event)
         guard message.event.hasPrefix("client-") else {
-            return RealtimeError(.invalidArgument, "\(vendor.name) clients can only send events named 'client-…'",
+            return RealtimeError(.invalidArgument, "\(vendor.displayName) clients can only send events named 'client-…'",
                                  context: context)
         }
         if channel.hasPrefix("private-encrypted-") {
@@ -126,7 +126,7 @@ public struct PusherDialect: RealtimeDialect {
                                  context: context)
         }
         guard message.arguments.count <= 1 else {
-            return RealtimeError(.invalidArgument, "a \(vendor.name) event carries one data value, not \(message.arguments.count)",
+            return RealtimeError(.invalidArgument, "a \(vendor.displayName) event carries one data value, not \(message.arguments.count)",
                                  context: context)
         }
         return nil

@@ -12,8 +12,10 @@ public struct PusherVendor: Sendable, Hashable {
         case json
     }
 
-    /// A short name for logs and errors ("pusher", "bird").
+    /// The dialect's short identifier ("pusher", "bird"), as ``PusherDialect/name``.
     public var name: String
+    /// The service's name in messages and errors ("Pusher", "Bird").
+    public var displayName: String
     /// Prefix of public system events (`pusher:`).
     public var systemPrefix: String
     /// Prefix of internal events that are re-emitted under ``systemPrefix`` (`pusher_internal:`).
@@ -59,7 +61,8 @@ public struct PusherVendor: Sendable, Hashable {
 
     /// Pusher Channels.
     public static let pusher = PusherVendor(
-        name: "pusher", systemPrefix: "pusher:", internalPrefix: "pusher_internal:", connectionIDKey: "socket_id",
+        name: "pusher", displayName: "Pusher", systemPrefix: "pusher:", internalPrefix: "pusher_internal:",
+        connectionIDKey: "socket_id",
         subscribeIdentityKey: "channel_data", memberIDKey: "user_id", memberInfoKey: "user_info",
         signinDataKey: "user_data", signinIDKey: "id", signinSeparator: "user", pingData: .object([:]),
         countEvent: "subscription_count", userChannelSendsEmptyAuth: true, authEncoding: .form,
@@ -69,7 +72,8 @@ public struct PusherVendor: Sendable, Hashable {
 
     /// Bird Realtime.
     public static let bird = PusherVendor(
-        name: "bird", systemPrefix: "bird:", internalPrefix: "bird_internal:", connectionIDKey: "connection_id",
+        name: "bird", displayName: "Bird", systemPrefix: "bird:", internalPrefix: "bird_internal:",
+        connectionIDKey: "connection_id",
         subscribeIdentityKey: "member_data", memberIDKey: "member_id", memberInfoKey: "member_info",
         signinDataKey: "member_data", signinIDKey: "member_id", signinSeparator: "member", pingData: nil,
         countEvent: "connection_count", userChannelSendsEmptyAuth: false, authEncoding: .json,

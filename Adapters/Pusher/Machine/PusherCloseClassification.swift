@@ -17,7 +17,7 @@ extension PusherMachine {
             switch code {
             case 4000..<4100:
                 return .terminal(RealtimeError(.connectionRefused,
-                                               "\(vendor.name) refused the connection (close \(code))"
+                                               "\(vendor.displayName) refused the connection (close \(code))"
                                                 + (reason.isEmpty ? "" : ": \(reason)"),
                                                context: .init(closeCode: code, detail: reason)))
             case 4100..<4200:

@@ -104,14 +104,14 @@ import Foundation
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
         var envelope: JSONEnvelope
         do {
-            envelope = try frame.jsonEnvelope(from: vendor.name, scratch: &scratch)
+            envelope = try frame.jsonEnvelope(from: vendor.displayName, scratch: &scratch)
         } catch {
             actions.append(.reportError(error))
             return
         }
         defer { envelope.recycle(into: &scratch) }
         guard let event = envelope["event"]?.stringValue else {
-            actions.append(.reportError(RealtimeError(.protocolViolation, "\(vendor.name) sent a frame without an event name",
+            actions.append(.reportError(RealtimeError(.protocolViolation, "\(vendor.displayName) sent a frame without an event name",
                                                       context: .init(serverPayload: envelope.document))))
             return
         }
@@ -130,7 +130,7 @@ import Foundation
                   event == other.systemPrefix + "connection_established" {
             // The other half of the family answered: waiting for our own prefix would hang in `connecting`.
             actions.append(.fail(RealtimeError(
-                .protocolViolation, "this server speaks \(other.name)'s protocol (\(event)), not \(vendor.name)'s: "
+                .protocolViolation, "this server speaks \(other.displayName)'s protocol (\(event)), not \(vendor.displayName)'s: "
                     + "build the session with .\(other.name)(…)", context: .init(detail: event))))
         } else {
             // An app's event: its `data` text is parsed only if a handler reads it (see `decodeData`), or at
@@ -228,7 +228,7 @@ import Foundation
         guard connectionID == nil else { return }
         guard let id = data[vendor.connectionIDKey]?.stringValue, !id.isEmpty else {
             let error = RealtimeError(.connectionRefused,
-                                      "the handshake has no '\(vendor.connectionIDKey)': not a \(vendor.name) app?",
+                                      "the handshake has no '\(vendor.connectionIDKey)': not a \(vendor.displayName) app?",
                                       context: .init(closeCode: 4001, serverPayload: data))
             decidedEnd = .terminal(error)
             actions.append(.log(.error, error.message))
@@ -301,13 +301,13 @@ import Foundation
             actions.append(.deliver(RealtimeEvent(channel: channel, name: vendor.systemPrefix + "subscription_error",
                                                   data: data, rawData: raw)))
             actions.append(.reportError(RealtimeError(
-                .subscriptionRejected, "\(vendor.name) refused a subscription" + (name.map { " to \($0)" } ?? ""),
+                .subscriptionRejected, "\(vendor.displayName) refused a subscription" + (name.map { " to \($0)" } ?? ""),
                 context: .init(serverPayload: data, channel: channel, detail: detail))))
             return
         }
         let channel = subscription.channel
         fail(channel, RealtimeError(
-            .subscriptionRejected, "\(vendor.name) refused the subscription to \(channel.name)"
+            .subscriptionRejected, "\(vendor.displayName) refused the subscription to \(channel.name)"
                 + (detail.map { ": \($0)" } ?? ""),
             context: .init(httpStatus: data["status"]?.integerValue.map(Int.init), serverPayload: data,
                            channel: channel, detail: detail)), serverData: data, actions: &actions)
@@ -322,7 +322,7 @@ import Foundation
         let code = data["code"]?.integerValue.map(Int.init)
         if let channel, let subscription = subscriptions[channel], subscription.phase != .subscribed {
             fail(subscription.channel, RealtimeError(
-                .subscriptionRejected, "\(vendor.name) refused the subscription to \(channel): \(message)",
+                .subscriptionRejected, "\(vendor.displayName) refused the subscription to \(channel): \(message)",
                 context: .init(closeCode: code, serverPayload: data, channel: subscription.channel)),
                  serverData: data, actions: &actions)
             return
@@ -330,7 +330,7 @@ import Foundation
         // Pusher refuses a subscription with a channel-less error without a code: blame the oldest waiting one.
         if channel == nil, code == nil, let oldest = awaitingAnswer.first, let subscription = subscriptions[oldest] {
             fail(subscription.channel, RealtimeError(
-                .subscriptionRejected, "\(vendor.name) refused the subscription to \(oldest): \(message)",
+                .subscriptionRejected, "\(vendor.displayName) refused the subscription to \(oldest): \(message)",
                 context: .init(serverPayload: data, channel: subscription.channel)), serverData: data, actions: &actions)
             return
         }
@@ -338,7 +338,7 @@ import Foundation
             signIn.refused(message: message, data: data, actions: &actions)
             return
         }
-        actions.append(.reportError(RealtimeError(.serverError, "\(vendor.name) error: \(message)",
+        actions.append(.reportError(RealtimeError(.serverError, "\(vendor.displayName) error: \(message)",
                                                   context: .init(closeCode: code, serverPayload: data,
                                                                  channel: channel.map { ChannelID($0) }))))
     }
@@ -397,12 +397,12 @@ import Foundation
         if name.isEmpty || name.hasPrefix("#") || !channel.params.isEmpty {
             fail(channel, RealtimeError(
                 .invalidArgument, "'\(name)' is not a channel name this client may subscribe to"
-                    + (channel.params.isEmpty ? "" : " (\(vendor.name) channels take no params)"),
+                    + (channel.params.isEmpty ? "" : " (\(vendor.displayName) channels take no params)"),
                 context: .init(channel: channel)), actions: &actions)
             return
         }
         if PusherEncryptedChannels.isEncrypted(name), !vendor.supportsEncryptedChannels {
-            fail(channel, RealtimeError(.unsupported, "\(vendor.name) has no encrypted channels",
+            fail(channel, RealtimeError(.unsupported, "\(vendor.displayName) has no encrypted channels",
                                         context: .init(channel: channel)), actions: &actions)
             return
         }

@@ -97,7 +97,7 @@ struct PusherSignInMachine: Sendable {
 
     /// The server refused the sign-in with a channel-less `*:error` (call only when ``awaitsServerAnswer``).
     mutating func refused(message: String, data: JSONValue, actions: inout [DialectAction]) {
-        failed(RealtimeError(.signInFailed, "\(vendor.name) refused the sign-in: \(message)",
+        failed(RealtimeError(.signInFailed, "\(vendor.displayName) refused the sign-in: \(message)",
                              context: .init(serverPayload: data)), actions: &actions)
     }
 
