@@ -37,8 +37,13 @@
     /// While handlers read payloads (the engine's hint), the message is parsed with the frame, but for a probe.
     private var payloadParsing = PayloadParsing()
 
-    /// Subscriptions of the current connection, by identifier.
-    private var subscriptions: [String: Subscription] = [:]
+    /// Subscriptions of the current connection, by identifier. Any change forgets ``lastRoute``.
+    private var subscriptions: [String: Subscription] = [:] {
+        didSet { lastRoute = nil }
+    }
+    /// The identifier text of the last broadcast delivered and its channel: a stream of broadcasts on one
+    /// channel is routed by comparing that text, without hashing the identifier twice per frame.
+    private var lastRoute: (rawIdentifier: String, channel: ChannelID)?
     /// Identifiers by the text the server writes them as (with its escapes), for subscriptions this
     /// connection has received broadcasts for; a few more than there are subscriptions at most.
     private var decodedIdentifiers: [Substring: String] = [:]
@@ -215,29 +220,43 @@
     }
 
     private mutating func broadcast(_ members: JSONEnvelope, messageDeferred: Bool, actions: inout [DialectAction]) {
-        guard let rawIdentifier = members.rawSlice(of: "identifier"), let message = members.rawSlice(of: "message"),
-              let identifier = identifier(fromRaw: rawIdentifier, in: members) else {
-            actions.append(.reportError(RealtimeError(
-                .protocolViolation, "Action Cable sent a frame with neither a type nor an identifier and message",
-                context: .init(serverPayload: members.document))))
+        guard let rawIdentifier = members.rawSlice(of: "identifier"), let message = members.rawSlice(of: "message") else {
+            reportMalformedBroadcast(members, actions: &actions)
             return
         }
-        guard let subscription = subscriptions[identifier] else {
-            actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
-            return
+        let channel: ChannelID
+        if let lastRoute, lastRoute.rawIdentifier == rawIdentifier {
+            channel = lastRoute.channel
+        } else {
+            guard let identifier = identifier(fromRaw: rawIdentifier, in: members) else {
+                reportMalformedBroadcast(members, actions: &actions)
+                return
+            }
+            guard let subscription = subscriptions[identifier] else {
+                actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
+                return
+            }
+            channel = subscription.channel
+            lastRoute = (String(rawIdentifier), channel)
         }
         guard messageDeferred else {
             let value = members["message"] ?? .null
-            actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
+            actions.append(.deliver(RealtimeEvent(channel: channel,
                                                   name: Self.eventName(of: value, keys: eventNamePick?.keys ?? []),
                                                   data: value, arguments: nil, rawSlice: message, ackToken: nil)))
             return
         }
         // The message stays text, checked by the envelope: parsed if a handler reads `data`, copied if one
         // reads `rawData`.
-        actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
+        actions.append(.deliver(RealtimeEvent(channel: channel,
                                               name: members.picked ?? ActionCableDialect.fallbackEventName,
                                               jsonSlice: message)))
+    }
+
+    private func reportMalformedBroadcast(_ members: JSONEnvelope, actions: inout [DialectAction]) {
+        actions.append(.reportError(RealtimeError(
+            .protocolViolation, "Action Cable sent a frame with neither a type nor an identifier and message",
+            context: .init(serverPayload: members.document))))
     }
 
     /// What the pick finds in a deferred message, for a parsed one: the first of `keys` that is a non-empty

@@ -168,6 +168,25 @@ struct ActionCableMachineTests {
         #expect(lobbyEvents.map(\.channel) == [lobby])
     }
 
+    @Test("consecutive broadcasts on one identifier keep their route only until a subscription changes")
+    func routeOfConsecutiveBroadcasts() {
+        var driver = MachineDriver()
+        driver.connected()
+        let lobby = ChannelID("EchoChannel", params: ["room_id": 7])
+        driver.command(.subscribe(echo42))
+        driver.command(.subscribe(lobby))
+        let toEcho42 = #"{"identifier":\#(quoted(echo42ID)),"message":1}"#
+        let toLobby = #"{"identifier":"{\"channel\":\"EchoChannel\",\"room_id\":7}","message":2}"#
+        let routed = [toEcho42, toEcho42, toLobby, toEcho42].flatMap { driver.receive($0).delivered.map(\.channel) }
+        #expect(routed == [echo42, echo42, lobby, echo42])
+        driver.command(.unsubscribe(echo42))
+        #expect(driver.receive(toEcho42).delivered.isEmpty)
+        #expect(driver.receive(toLobby).delivered.map(\.channel) == [lobby])
+        _ = driver.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1000, reason: "")))
+        driver.connected()
+        #expect(driver.receive(toLobby).delivered.isEmpty)
+    }
+
     @Test("broadcasts are delivered while the subscription is pending, with any JSON message and its raw text")
     func pendingBroadcasts() {
         var driver = MachineDriver()
