@@ -33,6 +33,24 @@ struct LazyPayloadTests {
         #expect(text.rawData == "not json {")
     }
 
+    @Test("a payload held as a JSON string literal is decoded only when read: data parses its content, rawData is it")
+    func stringLiteralPayload() {
+        let literal = #""{\"s\":\"caf\u00e9 \\\"q\\\"\",\"n\":[1]}""#[...]
+        let event = RealtimeEvent(channel: "c", name: "e", jsonInStringLiteral: literal)
+        #expect(!event.isPayloadParsed)
+        #expect(event.rawData == #"{"s":"café \"q\"","n":[1]}"#)
+        #expect(!event.isPayloadParsed)
+        #expect(event.data == ["s": "café \"q\"", "n": [1]])
+        #expect(event.arguments == [["s": "café \"q\"", "n": [1]]])
+        let text = RealtimeEvent(channel: nil, name: "e", jsonInStringLiteral: #""caf\u00e9 {""#[...])
+        #expect(text.data == .string("café {"))
+        #expect(text.rawData == "café {")
+        var replaced = RealtimeEvent(channel: nil, name: "e", jsonInStringLiteral: #""[1]""#[...])
+        replaced.rawData = #""quoted""#
+        #expect(replaced.rawData == #""quoted""#)  // the new text is taken as it is, not decoded
+        #expect(replaced.data == [1])
+    }
+
     @Test("setting data keeps the arguments as they were, and the other way round, as stored fields would")
     func settersKeepTheOtherField() {
         var event = RealtimeEvent(channel: nil, name: "e", json: #"{"a":1}"#)

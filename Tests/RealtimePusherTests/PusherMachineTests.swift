@@ -85,6 +85,14 @@ struct PusherMachineTests {
         let plain = driver.receive(#"{"event":"e","channel":"c","data":"hello {"}"#).delivered
         #expect(plain.first?.data == .string("hello {"))
         #expect(plain.first?.rawData == "hello {")
+        let inner = #"{"s":"café \"q\" \u00e9"}"#
+        let escaped = driver.receive(#"{"event":"e","channel":"c","data":"# + JSONValue.string(inner).serialized() + "}")
+            .delivered
+        #expect(escaped.first?.data == ["s": "café \"q\" é"])
+        #expect(escaped.first?.rawData == inner)
+        let unicode = driver.receive(#"{"event":"e","channel":"c","data":"caf\u00e9"}"#).delivered
+        #expect(unicode.first?.data == .string("café"))
+        #expect(unicode.first?.rawData == "café")
         let object = driver.receive(#"{"event":"e","channel":"c","data":{"x":1}}"#).delivered
         #expect(object.first?.data == ["x": 1])
         #expect(object.first?.rawData == #"{"x":1}"#)

@@ -47,6 +47,8 @@ import Foundation
     /// While handlers read payloads (the engine's hint), an event's `data` is parsed as it arrives, but for
     /// a probe.
     private var payloadParsing = PayloadParsing()
+    /// Kept as text while payloads are deferred: an app event's `data` literal is decoded only when read.
+    private static let deferredMembers = ["data"]
     /// Channels whose `subscribe` went out and is unanswered, oldest first.
     private var awaitingAnswer: [String] = []
     /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).
@@ -102,9 +104,13 @@ import Foundation
     // MARK: Frames
 
     public mutating func received(_ frame: TransportFrame, actions: inout [DialectAction]) {
+        // An app event's `data` is kept as the literal it arrived as, unless handlers read payloads.
+        let defersData = !payloadParsing.parsesNow()
         var envelope: JSONEnvelope
         do {
-            envelope = try frame.jsonEnvelope(from: vendor.displayName, scratch: &scratch)
+            envelope = defersData
+                ? try frame.jsonEnvelope(from: vendor.displayName, deferring: Self.deferredMembers, scratch: &scratch)
+                : try frame.jsonEnvelope(from: vendor.displayName, scratch: &scratch)
         } catch {
             actions.append(.reportError(error))
             return
@@ -116,14 +122,13 @@ import Foundation
             return
         }
         let channel = envelope["channel"]?.stringValue
-        let dataField = envelope["data"]
 
         if event.hasPrefix(vendor.systemPrefix) {
-            let (data, rawData) = Self.decodeData(dataField)
+            let (data, rawData) = Self.decodeData(envelope["data"])
             system(String(event.dropFirst(vendor.systemPrefix.count)), channel: channel, data: data, raw: rawData,
                    actions: &actions)
         } else if event.hasPrefix(vendor.internalPrefix) {
-            let (data, rawData) = Self.decodeData(dataField)
+            let (data, rawData) = Self.decodeData(envelope["data"])
             internalEvent(String(event.dropFirst(vendor.internalPrefix.count)), channel: channel, data: data,
                           raw: rawData, actions: &actions)
         } else if connectionID == nil, let other = vendor.otherVendor,
@@ -133,16 +138,16 @@ import Foundation
                 .protocolViolation, "this server speaks \(other.displayName)'s protocol (\(event)), not \(vendor.displayName)'s: "
                     + "build the session with .\(other.name)(…)", context: .init(detail: event))))
         } else {
-            // An app's event: its `data` text is parsed only if a handler reads it (see `decodeData`), or at
-            // once while handlers do.
+            // An app's event: its `data` string is decoded and parsed only if a handler reads it (see
+            // `decodeData`), or at once while handlers do.
             var received: RealtimeEvent
-            if case .string(let text)? = dataField, !payloadParsing.parsesNow() {
-                received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, json: text)
-            } else if case .string(let text)? = dataField {
+            if defersData, let literal = envelope.rawSlice(of: "data"), literal.utf8.first == UInt8(ascii: "\"") {
+                received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, jsonInStringLiteral: literal)
+            } else if case .string(let text)? = envelope["data"] {
                 let data = (try? JSONValue.parse(text[...].utf8, scratch: &scratch)) ?? .string(text)
                 received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data, rawData: text)
             } else {
-                let (data, rawData) = Self.decodeData(dataField)
+                let (data, rawData) = Self.decodeData(envelope["data"])
                 received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
                                          rawData: rawData)
             }

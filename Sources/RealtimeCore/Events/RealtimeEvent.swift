@@ -54,12 +54,13 @@ public struct RealtimeEvent: Sendable {
     }
     /// The text of the payload as it arrived, when the dialect had one.
     public var rawData: String? {
-        get { box.fields.rawData ?? box.fields.rawSlice.map(String.init) }
+        get { box.fields.rawData ?? box.fields.rawSliceText.map(String.init) }
         set {
             update {
                 $0.materialize()  // the payload may still be waiting to be parsed from the text being replaced
                 $0.rawData = newValue
                 $0.rawSlice = nil
+                $0.rawSliceIsStringLiteral = false
             }
         }
     }
@@ -96,6 +97,9 @@ public struct RealtimeEvent: Sendable {
         var rawData: String?
         /// `rawData` as a slice of the received text, copied out only when read.
         var rawSlice: Substring?
+        /// `rawSlice` is a JSON string literal as it arrived, quotes and escapes included (Pusher's `data`):
+        /// `rawData` is its content, decoded when read.
+        var rawSliceIsStringLiteral = false
         var dialectMetadata: [String: String] = [:]
         var ackToken: AckToken?
         var ack: AckResponder?
@@ -107,6 +111,13 @@ public struct RealtimeEvent: Sendable {
         var lazyArgumentsFollowName = false
         /// Told whether the lazy payload was read: on its first parse, or when the event goes away unread.
         var readWatch: PayloadReadWatch?
+
+        /// `rawSlice` as `rawData` reads it: a string literal's content, decoded.
+        var rawSliceText: Substring? {
+            guard let rawSlice, rawSliceIsStringLiteral else { return rawSlice }
+            // Checked when it arrived, so it parses to a string; the literal itself is unreachable.
+            return (try? JSONValue.parse(rawSlice.utf8))?.stringValue.map { $0[...] } ?? rawSlice
+        }
 
         var currentData: JSONValue {
             guard let lazyData else { return storedData }
@@ -136,7 +147,7 @@ public struct RealtimeEvent: Sendable {
             let value = lazyData.withLock { parsed in
                 if let parsed { return parsed }
                 first = true
-                let text = rawSlice ?? rawData.map { $0[...] } ?? ""
+                let text = rawSliceText ?? rawData.map { $0[...] } ?? ""
                 var value = (try? JSONValue.parse(text.utf8)) ?? .string(String(text))
                 if lazyArgumentsFollowName {
                     var elements = value.arrayValue ?? []
@@ -193,6 +204,14 @@ public struct RealtimeEvent: Sendable {
                          ackToken: ackToken, lazyData: Locked(nil)))
     }
 
+    /// An event whose payload text is the content of `literal`, a JSON string literal as it arrived (Pusher's
+    /// `data`, quotes and escapes included, checked): decoded only when `data` or `rawData` is read, and then
+    /// handled as `init(channel:name:json:ackToken:)` handles its text.
+    package init(channel: ChannelID?, name: String, jsonInStringLiteral literal: Substring) {
+        box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawSlice: literal,
+                         rawSliceIsStringLiteral: true, lazyData: Locked(nil)))
+    }
+
     /// A Socket.IO event whose arguments are the elements after the name in `array`, the event's checked
     /// JSON text: parsed on first read of `data` or `arguments`; `rawData` is `array`.
     package init(channel: ChannelID?, name: String, argumentsAfterNameIn array: Substring, ackToken: AckToken?) {
@@ -216,7 +235,7 @@ public struct RealtimeEvent: Sendable {
         return watched
     }
 
-    /// The bytes of `rawData`, without copying a slice out to count them.
+    /// The bytes of `rawData`, without copying a slice out to count them (a string literal's, escapes included).
     package var rawByteCount: Int {
         box.fields.rawData?.utf8.count ?? box.fields.rawSlice?.utf8.count ?? 0
     }
