@@ -12,7 +12,11 @@ import Foundation
     private let liveness: Liveness
 
     // Per connection.
-    private var handshake: EngineIOHandshake?
+    private var handshake: EngineIOHandshake? {
+        didSet { isOpen = handshake != nil }
+    }
+    /// `handshake != nil`, read on every frame and send without copying the handshake out to test it.
+    private var isOpen = false
     private var decoder: SocketIOPacketDecoder
     private var namespaces: [String: Namespace] = [:]
     /// Channels asked for before the Engine.IO handshake finished.
@@ -113,7 +117,7 @@ import Foundation
         do throws(RealtimeError) {
             switch try EngineIOPacket(frame: frame) {
             case .binary(let data):
-                guard handshake != nil else {
+                guard isOpen else {
                     throw RealtimeError(.protocolViolation, "binary message before the Engine.IO open packet")
                 }
                 if let packet = try decoder.receive(binary: data) { handle(packet, actions: &actions) }
@@ -128,12 +132,12 @@ import Foundation
 
     private mutating func receivedEngineIO(_ type: EngineIOPacketType, _ payload: Substring,
                                            actions: inout [DialectAction]) throws(RealtimeError) {
-        if handshake == nil, type != .open, type != .noop {
+        if !isOpen, type != .open, type != .noop {
             throw RealtimeError(.protocolViolation, "Engine.IO packet \(type.rawValue) before the open packet")
         }
         switch type {
         case .open:
-            guard handshake == nil else {
+            guard !isOpen else {
                 throw RealtimeError(.protocolViolation, "second Engine.IO open packet")
             }
             let opened = try EngineIOHandshake(json: String(payload))
@@ -316,7 +320,7 @@ import Foundation
     public mutating func handle(_ command: DialectCommand, actions: inout [DialectAction]) {
         switch command {
         case .subscribe(let channel):
-            guard handshake != nil else {
+            guard isOpen else {
                 if !subscribesBeforeOpen.contains(channel) { subscribesBeforeOpen.append(channel) }
                 return
             }
@@ -328,7 +332,7 @@ import Foundation
             guard let namespace = namespaces.removeValue(forKey: name) else { return }
             recovery[name] = nil
             failRequests(of: namespace, code: .channelUnavailable, actions: &actions)
-            if handshake != nil, closeReason == nil {
+            if isOpen, closeReason == nil {
                 send(SocketIOPacket(kind: .disconnect, namespace: name), actions: &actions)
             }
 
@@ -385,7 +389,7 @@ import Foundation
 
     private func connectedNamespace(_ channel: ChannelID) -> String? {
         let name = Self.namespaceName(channel)
-        guard handshake != nil, closeReason == nil, namespaces[name]?.isConnected == true else { return nil }
+        guard isOpen, closeReason == nil, namespaces[name]?.isConnected == true else { return nil }
         return name
     }
 
