@@ -147,6 +147,13 @@ struct SocketIOPacketTests {
         #expect(leave.namespace == "/chat")
         #expect(leave.json == nil)
         #expect(leave.id == nil)
+
+        // A slice from inside a message (after Engine.IO's `4`), with a namespace of multi-byte characters.
+        let sliced = try SocketIOPacketHeader(parsing: "42/café,5[\"é\"]".dropFirst(), maximumAttachments: 10)
+        #expect(sliced.kind == .event)
+        #expect(sliced.namespace == "/café")
+        #expect(sliced.id == 5)
+        #expect(sliced.json == #"["é"]"#)
     }
 
     @Test func refusesBadHeaders() {

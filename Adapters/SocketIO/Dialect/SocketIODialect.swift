@@ -189,9 +189,10 @@ public struct SocketIODialect: RealtimeDialect {
     ]
 
     /// Whether `name` is one of ``reservedEventNames``, by comparing strings rather than hashing one per
-    /// received event.
+    /// received event; a name of another length (most are) is not compared at all.
     static func isReserved(_ name: String) -> Bool {
-        switch name {
+        guard (7...14).contains(name.utf8.count) else { return false }
+        return switch name {
         case "connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener": true
         default: false
         }
