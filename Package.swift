@@ -90,10 +90,12 @@ let package = Package(
                                          "RealtimeSocketIOTesting", "RealtimeActionCableTesting"],
                           swiftSettings: strictSettings),
         .executableTarget(name: "realtime-bench",
-                          dependencies: ["Realtime", "RealtimeTesting",
+                          dependencies: ["Realtime", "RealtimeTesting", "CBenchAllocationCounter",
                                          .target(name: "CRealtimeAEAD", condition: .when(platforms: [.linux, .android])),
                                          .target(name: "CRealtimeLinux", condition: .when(platforms: [.linux, .android]))],
                           swiftSettings: strictSettings),
+        // Counts the bench process's heap allocations (it defines malloc and its kin; glibc only).
+        .target(name: "CBenchAllocationCounter"),
         .executableTarget(name: "AutobahnTestee", dependencies: ["RealtimeWebSocket"],
                           swiftSettings: strictSettings),
         // The fuzz properties, shared by the libFuzzer executable and the corpus-replay tests.

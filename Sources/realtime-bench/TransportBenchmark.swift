@@ -172,8 +172,11 @@ enum TransportBenchmark {
         var messages: Int
         var seconds: Double
         var cpuSeconds: Double
+        /// Heap allocations of the process over the same span, when counted.
+        var allocations: Int?
         var perSecond: Double { Double(messages) / seconds }
         var perCPUSecond: Double { Double(messages) / cpuSeconds }
+        var allocationsPerMessage: Double? { allocations.map { Double($0) / Double(messages) } }
     }
 
     static func report(_ label: String, _ result: Throughput, floor: Double, out: BenchOutput) {

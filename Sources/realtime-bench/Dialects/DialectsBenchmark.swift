@@ -15,7 +15,9 @@ import Realtime
 /// blaster: no dialect handshake). Nothing is pinned on a one-core machine. The session runs three times per
 /// round: with a handler that only counts (payloads that nobody reads are never parsed), with one that reads
 /// `data`, which parses every payload as the Python clients do, and with a `for await` loop over
-/// `channel.events(_:)` that reads `data`.
+/// `channel.events(_:)` that reads `data`. After the rounds, one more pass of each (100,000 events at most)
+/// counts the process's heap allocations per event (`CBenchAllocationCounter`, glibc only), with the count
+/// off in the timed rounds.
 ///
 /// Options: `--events N` (1,000,000), `--rounds N` (5), `--python-events N` (as `--events`), `--python-rounds N`
 /// (3), `--skip-python`, `--only DIALECT`, `--python PATH`, `--fixtures DIR`, `--quick`, `--json`.
@@ -29,6 +31,9 @@ enum DialectsBenchmark {
         var streaming: [TransportBenchmark.Throughput] = []
         var transport: [TransportBenchmark.Throughput] = []
         var python: [TransportBenchmark.Throughput] = []
+        /// Heap allocations per event from the counting pass: handler counting, handler reading, an
+        /// `events()` loop reading, the transport alone.
+        var allocations: (counting: Double?, reading: Double?, streaming: Double?, transport: Double?)
     }
 
     /// The blaster's core and the clients' core; nil (not pinned) on a one-core machine.
@@ -104,6 +109,18 @@ enum DialectsBenchmark {
                 out.say(progress)
             }
         }
+        // Allocations are counted in one more, shorter pass of each, so that no timed round pays for the count.
+        if Measure.countAllocations(true) {
+            let counted = min(events, 100_000)
+            for dialect in options.dialects {
+                series[dialect, default: Series()].allocations = (
+                    try await sessionRound(dialect, events: counted).allocationsPerMessage,
+                    try await sessionRound(dialect, events: counted, consumer: .readingHandler).allocationsPerMessage,
+                    try await sessionRound(dialect, events: counted, consumer: .readingStream).allocationsPerMessage,
+                    try transportRound(dialect, events: counted).allocationsPerMessage)
+            }
+            Measure.countAllocations(false)
+        }
         for dialect in options.dialects {
             report(dialect, series[dialect] ?? Series(), plan: plans[dialect]!, out: out)
         }
@@ -148,6 +165,20 @@ enum DialectsBenchmark {
                 + "\(Format.ratio(median(series.transport, \.perCPUSecond) / sessionMedian)) median "
                 + String(format: "(the session adds %.2f µs per event over the transport, medians)",
                          (1 / sessionMedian - 1 / median(series.transport, \.perCPUSecond)) * 1e6))
+
+        let allocations = series.allocations
+        if let counting = allocations.counting {
+            func count(_ value: Double?) -> String { value.map { String(format: "%.2f", $0) } ?? "–" }
+            out.say("    heap allocations per event (one counting pass): handler counting \(count(counting)), "
+                    + "handler reading \(count(allocations.reading)), an events() loop reading "
+                    + "\(count(allocations.streaming)); the transport alone \(count(allocations.transport))")
+            out.figure("dialects", dialect.rawValue, "allocations_per_event", counting,
+                       baseline: "transport", baselineValue: allocations.transport)
+            out.figure("dialects", dialect.rawValue, "allocations_per_event_reading", allocations.reading,
+                       baseline: "transport", baselineValue: allocations.transport)
+            out.figure("dialects", dialect.rawValue, "allocations_per_event_stream", allocations.streaming,
+                       baseline: "transport", baselineValue: allocations.transport)
+        }
 
         let metrics: [(String, (TransportBenchmark.Throughput) -> Double, Bool)] = [
             ("events_per_cpu_s", { $0.perCPUSecond }, false), ("events_per_cpu_s_median", { $0.perCPUSecond }, true),
@@ -244,12 +275,16 @@ enum DialectsBenchmark {
     /// Client CPU and wall time from `GO` until `wait` sees the last event (it returns what went wrong, or nil).
     static func timed(events: Int, blaster: ChildProcess, label: String,
                       wait: (Double) -> String?) throws -> TransportBenchmark.Throughput {
+        let allocationsBefore = Measure.allocations()
         let cpu = Measure.cpuSeconds()
         let start = Measure.nanoseconds()
         blaster.writeLine("GO")
         if let failure = wait(max(120, Double(events) / 5_000)) { throw BenchmarkFailure("\(label): \(failure)") }
-        return TransportBenchmark.Throughput(messages: events, seconds: Double(Measure.nanoseconds() - start) / 1e9,
-                                             cpuSeconds: Measure.cpuSeconds() - cpu)
+        let seconds = Double(Measure.nanoseconds() - start) / 1e9
+        let cpuSeconds = Measure.cpuSeconds() - cpu
+        let allocationsAfter = Measure.allocations()
+        return TransportBenchmark.Throughput(messages: events, seconds: seconds, cpuSeconds: cpuSeconds,
+                                             allocations: allocationsBefore.flatMap { before in allocationsAfter.map { $0 - before } })
     }
 
     /// A Python client as a child on core 0: it prints `READY` once subscribed and `DONE n` after `n` events,

@@ -1,3 +1,4 @@
+import CBenchAllocationCounter
 import Foundation
 import RealtimeCore
 #if canImport(Glibc)
@@ -23,6 +24,18 @@ enum Measure {
 
     /// User plus system CPU of this process, every thread, children excluded.
     static func cpuSeconds() -> Double { TransportBenchmark.cpuSeconds() }
+
+    /// Starts or stops counting this process's heap allocations, every thread (`CBenchAllocationCounter`);
+    /// false where nothing can be counted (off glibc, or under a sanitizer). Off by default, so that no
+    /// timed round pays for the count.
+    @discardableResult
+    static func countAllocations(_ on: Bool) -> Bool { realtime_bench_count_allocations(on ? 1 : 0) != 0 }
+
+    /// Heap allocations counted so far; nil where nothing is counted.
+    static func allocations() -> Int? {
+        let count = realtime_bench_allocations()
+        return count < 0 ? nil : count
+    }
 
     /// User plus system CPU of a running child, every thread, from /proc (10 ms ticks); nil once it is gone.
     static func cpuSeconds(ofProcess pid: pid_t) -> Double? {

@@ -141,8 +141,8 @@ def dialects_table(figures):
     rows = ["| dialect | ours, handler only counts: best / median | ours, handler reads each payload: best / median "
             "| ours, an `events()` loop reads each payload: best / median "
             "| Python client of the protocol: best / median | ours ÷ Python, medians: counting / reading "
-            "| transport alone, median |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+            "| transport alone, median | heap allocations per event: counting / reading / loop; transport alone |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for case, title in DIALECTS:
         best = find(figures, "dialects", case, "events_per_cpu_s", "transport")
         median = find(figures, "dialects", case, "events_per_cpu_s_median", "transport")
@@ -168,8 +168,15 @@ def dialects_table(figures):
         else:
             python, ratio = "not run", "–"
         transport = f"{median['baseline_value'] / 1e6:.2f} M"
+        counted = [find(figures, "dialects", case, metric) for metric in
+                   ("allocations_per_event", "allocations_per_event_reading", "allocations_per_event_stream")]
+        if all(figure and figure["value"] is not None for figure in counted):
+            allocations = (" / ".join(f"{figure['value']:.1f}" for figure in counted)
+                           + (f"; {counted[0]['baseline_value']:.1f}" if counted[0]["baseline_value"] is not None else ""))
+        else:
+            allocations = "not counted"
         rows.append(f"| {title} | {k(best['value'])} / {k(median['value'])} | {reading} | {stream} | {python} "
-                    f"| {ratio} | {transport} |")
+                    f"| {ratio} | {transport} | {allocations} |")
     return "\n".join(rows)
 
 
@@ -257,7 +264,8 @@ def tables(figures):
              "(`realtime-bench dialects`). The handler either only counts, so payloads are never parsed (each "
              "dialect parses a payload when a handler first reads it), or reads each event's `data`, which "
              "parses every payload as the Python clients parse theirs, in a handler or in a `for await` loop over "
-             "`channel.events(_:)`.", "", dialects_table(figures), ""]
+             "`channel.events(_:)`. Heap allocations are counted in one more pass of each after the timed rounds "
+             "(every `malloc` of the process, every thread), not in the timed ones.", "", dialects_table(figures), ""]
     for rate in (1000, 10000):
         if find(figures, "latency", f"floor@{rate}", "p50_us"):
             parts += [f"Paced at {rate:,} events/s for 5 s (`realtime-bench latency`): delay from the server's write "
