@@ -41,12 +41,19 @@
     private var subscriptions: [String: Subscription] = [:] {
         didSet { lastRoute = nil }
     }
-    /// The identifier text of the last broadcast delivered and its channel: a stream of broadcasts on one
-    /// channel is routed by comparing that text, without hashing the identifier twice per frame.
-    private var lastRoute: (rawIdentifier: String, channel: ChannelID)?
+    /// The identifier text of the last broadcast delivered (the key kept in ``decodedIdentifiers``) and its
+    /// channel: a stream of broadcasts on one channel is routed by comparing that text, without hashing the
+    /// identifier twice per frame.
+    private var lastRoute: (rawIdentifier: Substring, channel: ChannelID)?
     /// Identifiers by the text the server writes them as (with its escapes), for subscriptions this
     /// connection has received broadcasts for; a few more than there are subscriptions at most.
-    private var decodedIdentifiers: [Substring: String] = [:]
+    private var decodedIdentifiers: [Substring: DecodedIdentifier] = [:]
+
+    private struct DecodedIdentifier {
+        var identifier: String
+        /// The entry's key: its own copy of the text, not a slice of a frame.
+        var text: Substring
+    }
     /// The JSON parser's stacks, kept from frame to frame.
     private var scratch = JSONParseScratch()
     /// Identifiers built so far; they never change for a channel.
@@ -228,7 +235,7 @@
         if let lastRoute, lastRoute.rawIdentifier == rawIdentifier {
             channel = lastRoute.channel
         } else {
-            guard let identifier = identifier(fromRaw: rawIdentifier, in: members) else {
+            guard let (identifier, kept) = identifier(fromRaw: rawIdentifier, in: members) else {
                 reportMalformedBroadcast(members, actions: &actions)
                 return
             }
@@ -237,7 +244,7 @@
                 return
             }
             channel = subscription.channel
-            lastRoute = (String(rawIdentifier), channel)
+            lastRoute = kept.map { ($0, channel) }
         }
         guard messageDeferred else {
             let value = members["message"] ?? .null
@@ -275,17 +282,18 @@
 
     /// The `identifier` string of a frame, from its text as the server wrote it: the decoded string of a
     /// text seen before, else decoded now (and remembered when it names a subscription). Rails writes an
-    /// identifier with escapes, so this saves decoding it on every broadcast. `nil` when it is not a string.
-    private mutating func identifier(fromRaw raw: Substring, in members: JSONEnvelope) -> String? {
-        if let known = decodedIdentifiers[raw] { return known }
+    /// identifier with escapes, so this saves decoding it on every broadcast. `nil` when it is not a string;
+    /// `kept` is the remembered copy of the text, when there is one.
+    private mutating func identifier(fromRaw raw: Substring, in members: JSONEnvelope) -> (String, kept: Substring?)? {
+        if let known = decodedIdentifiers[raw] { return (known.identifier, known.text) }
         guard let identifier = members["identifier"]?.stringValue else { return nil }
-        if subscriptions[identifier] != nil {
-            // Decoding is a function of the text, so an entry is never wrong, only unused once its
-            // subscription is gone: start over when there are more than the subscriptions can use.
-            if decodedIdentifiers.count >= subscriptions.count + 8 { decodedIdentifiers = [:] }
-            decodedIdentifiers[Substring(String(raw))] = identifier  // its own copy, not a slice of the frame
-        }
-        return identifier
+        guard subscriptions[identifier] != nil else { return (identifier, nil) }
+        // Decoding is a function of the text, so an entry is never wrong, only unused once its
+        // subscription is gone: start over when there are more than the subscriptions can use.
+        if decodedIdentifiers.count >= subscriptions.count + 8 { decodedIdentifiers = [:] }
+        let text = Substring(String(raw))  // its own copy, not a slice of the frame
+        decodedIdentifiers[text] = DecodedIdentifier(identifier: identifier, text: text)
+        return (identifier, text)
     }
 
     // MARK: Commands
