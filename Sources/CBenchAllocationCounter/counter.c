@@ -68,7 +68,10 @@ int realtime_bench_count_allocations(int on) {
     return 1;
 }
 
-long realtime_bench_allocations(void) { return atomic_load_explicit(&allocations, memory_order_relaxed); }
+long realtime_bench_allocations(void) {
+    if (!atomic_load_explicit(&counting, memory_order_relaxed)) return -1;
+    return atomic_load_explicit(&allocations, memory_order_relaxed);
+}
 #else
 int realtime_bench_count_allocations(int on) {
     (void)on;

@@ -6,7 +6,7 @@
 int realtime_bench_count_allocations(int on);
 
 /// Heap allocations (malloc, calloc, realloc, aligned allocations) made by the whole process while counting
-/// was on, or -1 where nothing is counted.
+/// was on, or -1 while counting is off or where nothing is counted.
 long realtime_bench_allocations(void);
 
 #endif

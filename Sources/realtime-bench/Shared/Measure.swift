@@ -31,7 +31,7 @@ enum Measure {
     @discardableResult
     static func countAllocations(_ on: Bool) -> Bool { realtime_bench_count_allocations(on ? 1 : 0) != 0 }
 
-    /// Heap allocations counted so far; nil where nothing is counted.
+    /// Heap allocations counted so far; nil while counting is off, or where nothing is counted.
     static func allocations() -> Int? {
         let count = realtime_bench_allocations()
         return count < 0 ? nil : count
