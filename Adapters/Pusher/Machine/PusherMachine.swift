@@ -143,13 +143,17 @@ import Foundation
             var received: RealtimeEvent
             if defersData, let literal = envelope.rawSlice(of: "data"), literal.utf8.first == UInt8(ascii: "\"") {
                 received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, jsonInStringLiteral: literal)
-            } else if case .string(let text)? = envelope["data"] {
-                let data = (try? JSONValue.parse(text[...].utf8, scratch: &scratch)) ?? .string(text)
-                received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data, rawData: text)
             } else {
-                let (data, rawData) = Self.decodeData(envelope["data"])
-                received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
-                                         rawData: rawData)
+                // Read once: a deferred member is parsed on every read.
+                let dataField = envelope["data"]
+                if case .string(let text)? = dataField {
+                    let data = (try? JSONValue.parse(text[...].utf8, scratch: &scratch)) ?? .string(text)
+                    received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data, rawData: text)
+                } else {
+                    let (data, rawData) = Self.decodeData(dataField)
+                    received = RealtimeEvent(channel: channel.map { ChannelID($0) }, name: event, data: data,
+                                             rawData: rawData)
+                }
             }
             if let userID = envelope["user_id"].flatMap(Self.idString) { received.userID = userID }
             if let channel, PusherEncryptedChannels.isEncrypted(channel), subscriptions[channel] != nil {
