@@ -12,7 +12,9 @@ import Realtime
 /// to core 0. A Python client runs as a child on core 0, as its library ships, with the same one counting
 /// handler; its CPU over the same span comes from /proc/<pid>/stat (interpreter start-up excluded, all its
 /// threads included). The transport alone is a `WebSocketTransport` counting the same frames (`--raw`
-/// blaster: no dialect handshake). Nothing is pinned on a one-core machine. The session runs three times per
+/// blaster: no dialect handshake). Nothing is pinned on a one-core machine. `--unpinned` leaves the clients
+/// free to run on every core, as an app's threads are: its loop and delivery threads then hand events across
+/// cores, and share core 1 with the blaster at times. The session runs three times per
 /// round: with a handler that only counts (payloads that nobody reads are never parsed), with one that reads
 /// `data`, which parses every payload as the Python clients do, and with a `for await` loop over
 /// `channel.events(_:)` that reads `data`. After the rounds, one more pass of each (100,000 events at most)
@@ -20,7 +22,7 @@ import Realtime
 /// off in the timed rounds.
 ///
 /// Options: `--events N` (1,000,000), `--rounds N` (5), `--python-events N` (as `--events`), `--python-rounds N`
-/// (3), `--skip-python`, `--only DIALECT`, `--python PATH`, `--fixtures DIR`, `--quick`, `--json`.
+/// (3), `--skip-python`, `--unpinned`, `--only DIALECT`, `--python PATH`, `--fixtures DIR`, `--quick`, `--json`.
 enum DialectsBenchmark {
     struct Series {
         var session: [TransportBenchmark.Throughput] = []
@@ -36,9 +38,8 @@ enum DialectsBenchmark {
         var allocations: (counting: Double?, reading: Double?, streaming: Double?, transport: Double?)
     }
 
-    /// The blaster's core and the clients' core; nil (not pinned) on a one-core machine.
+    /// The blaster's core; nil (not pinned) on a one-core machine.
     static let blasterCore: Int? = sysconf(Int32(_SC_NPROCESSORS_ONLN)) >= 2 ? 1 : nil
-    static let clientCore: Int? = blasterCore == nil ? nil : 0
 
     static func run(arguments: [String]) async throws {
         if arguments.first == "blaster" {
@@ -52,6 +53,8 @@ enum DialectsBenchmark {
         let rounds = options.int("--rounds", full: 5, quick: 2)
         let pythonEvents = options.int("--python-events", full: events, quick: 5_000)
         let pythonRounds = min(rounds, options.int("--python-rounds", full: 3, quick: 1))
+        // The clients' core: nil when nothing is pinned or with `--unpinned`.
+        let clientCore: Int? = blasterCore == nil || arguments.contains("--unpinned") ? nil : 0
         let pinned = clientCore.map { Measure.pinProcess(toCore: $0) } ?? false
 
         var plans: [BenchDialect: PythonBaseline.Plan] = [:]
@@ -71,8 +74,9 @@ enum DialectsBenchmark {
         out.say("dialects: \(events) events of ~150 B per round over loopback to one session with one channel and one "
                 + "counting handler; \(rounds) interleaved rounds (Python: \(pythonEvents) events, \(pythonRounds) rounds)")
         out.say("  blaster: a child " + (blasterCore == nil ? "" : "on core 1 ") + "writing pre-encoded frames 1,000 per write; "
-                + (pinned ? "clients pinned to core 0" : "nothing pinned") + "; client CPU = getrusage of this process "
+                + (pinned ? "clients pinned to core 0" : "clients not pinned") + "; client CPU = getrusage of this process "
                 + "(the blaster is not in it), Python CPU = /proc/<pid>/stat of its process")
+        out.figure("dialects", "clients", "pinned", pinned ? 1 : 0)
         if let python { out.say("  python: \(python.python) (\(python.versions))") }
         for dialect in options.dialects {
             switch plans[dialect]! {
@@ -97,7 +101,7 @@ enum DialectsBenchmark {
                     + Format.rate(series[dialect]!.transport.last!.perCPUSecond) + "/CPU-s"
                 if round < pythonRounds, case .run(let name, let script, let extra, _) = plans[dialect]!, let python {
                     do {
-                        let result = try pythonRound(dialect, python: python.python, script: script,
+                        let result = try pythonRound(dialect, python: python.python, script: script, core: clientCore,
                                                      arguments: extra, events: pythonEvents)
                         series[dialect]!.python.append(result)
                         progress += ", \(name) " + Format.rate(result.perCPUSecond) + "/CPU-s"
@@ -287,16 +291,16 @@ enum DialectsBenchmark {
                                              allocations: allocationsBefore.flatMap { before in allocationsAfter.map { $0 - before } })
     }
 
-    /// A Python client as a child on core 0: it prints `READY` once subscribed and `DONE n` after `n` events,
-    /// then leaves when its stdin closes.
-    static func pythonRound(_ dialect: BenchDialect, python: String, script: String, arguments: [String],
+    /// A Python client as a child on `core` (the clients' core): it prints `READY` once subscribed and `DONE n`
+    /// after `n` events, then leaves when its stdin closes.
+    static func pythonRound(_ dialect: BenchDialect, python: String, script: String, core: Int?, arguments: [String],
                             events: Int) throws -> TransportBenchmark.Throughput {
         let blaster = try ChildProcess(arguments: ["dialects", "blaster", "--dialect", dialect.rawValue,
                                                    "--count", String(events)], core: blasterCore)
         defer { blaster.stop(grace: 2) }
         let port = try blaster.readPort()
         let client = try ChildProcess(arguments: [script, "--port", String(port), "--count", String(events)] + arguments,
-                                      core: clientCore, executable: python)
+                                      core: core, executable: python)
         defer { client.stop(grace: 5) }
         _ = try client.expectLine("READY", timeout: 60)
         _ = try blaster.expectLine("READY")

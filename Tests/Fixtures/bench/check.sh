@@ -49,6 +49,7 @@ for rate in [1000, 10000]:
             expected[("latency", f"floor@{rate}", metric, None)] = True
             expected[("latency", f"floor-handoff@{rate}", metric, "floor")] = True
 expected[("latency", "coalesced", "window_us", None)] = True
+expected[("dialects", "clients", "pinned", None)] = True
 for metric in ["event_bytes", "nested_bytes", "rounds"]:
     expected[("json", "run", metric, None)] = True
 for row in ["parse-jsonvalue.parse-string", "parse-jsondecoder-struct-data", "nested-jsonvalue.parse-string",
@@ -127,6 +128,16 @@ for problem in problems:
 print(f"bench smoke: {count} figures read, {len(problems)} problems")
 sys.exit(1 if problems else 0)
 EOF
+# `--unpinned` says so in its output and still measures.
+if "$bench" dialects --quick --json --unpinned --skip-python --only actioncable >"$out/unpinned.jsonl" 2>"$out/unpinned.log" \
+        && grep -Eq '"case":"clients","metric":"pinned","value":0(\.0)?,' "$out/unpinned.jsonl" \
+        && grep -q '"case":"actioncable","metric":"events_per_cpu_s",' "$out/unpinned.jsonl"; then
+    echo "bench smoke: dialects --unpinned reports unpinned figures"
+else
+    echo "bench smoke: dialects --quick --unpinned did not report unpinned figures; its last lines:"
+    tail -n 5 "$out/unpinned.log" "$out/unpinned.jsonl"
+    status=1
+fi
 # A bad option is one clear line and exit 1, not a crash report.
 if message=$("$bench" latency --window abc 2>&1); then
     echo "bench smoke: latency --window abc did not fail"

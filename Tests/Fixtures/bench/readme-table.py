@@ -259,13 +259,25 @@ def main():
     print("\n\n".join(blocks.values()))
 
 
+def pinning(figures):
+    """Says where the bulk run's client and blaster ran, from its `clients pinned` figure (nothing for older output)."""
+    pinned = find(figures, "dialects", "clients", "pinned")
+    if pinned is None:
+        return ""
+    if pinned:
+        return (" The client process (ours, or the Python one) runs pinned to core 0 and the blaster to core 1, so"
+                " that rounds repeat; unpinned figures follow the table.")
+    return " The client's threads are not pinned: they share the cores with the blaster, which is pinned to core 1."
+
+
 def tables(figures):
     parts = ["Bulk: 1 M ~150-byte events per round over loopback to one session, one channel and one handler "
              "(`realtime-bench dialects`). The handler either only counts, so payloads are never parsed (each "
              "dialect parses a payload when a handler first reads it), or reads each event's `data`, which "
              "parses every payload as the Python clients parse theirs, in a handler or in a `for await` loop over "
              "`channel.events(_:)`. Heap allocations are counted in one more pass of each after the timed rounds "
-             "(every `malloc` of the process, every thread), not in the timed ones.", "", dialects_table(figures), ""]
+             "(every `malloc` of the process, every thread), not in the timed ones." + pinning(figures), "",
+             dialects_table(figures), ""]
     for rate in (1000, 10000):
         if find(figures, "latency", f"floor@{rate}", "p50_us"):
             parts += [f"Paced at {rate:,} events/s for 5 s (`realtime-bench latency`): delay from the server's write "
