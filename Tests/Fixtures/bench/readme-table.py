@@ -261,10 +261,10 @@ def main():
 
 def pinning(figures):
     """Says where the bulk run's client and blaster ran, from its `clients pinned` figure (nothing for older output)."""
-    pinned = find(figures, "dialects", "clients", "pinned")
-    if pinned is None:
+    figure = find(figures, "dialects", "clients", "pinned")
+    if figure is None:
         return ""
-    if pinned:
+    if figure["value"]:
         return (" The client process (ours, or the Python one) runs pinned to core 0 and the blaster to core 1, so"
                 " that rounds repeat; unpinned figures follow the table.")
     return " The client's threads are not pinned: they share the cores with the blaster, which is pinned to core 1."
