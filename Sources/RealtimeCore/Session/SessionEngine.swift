@@ -36,6 +36,8 @@ final class SessionEngine: Sendable {
     }
 
     let registry = HandlerRegistry()
+    /// Delivered batches waiting for the socket's thread to release them.
+    let deliveredBatches = DeliveredBatches()
     let dialectName: String
     let dialect: any RealtimeDialect
     private let transport: any RealtimeTransport
@@ -302,6 +304,7 @@ final class SessionEngine: Sendable {
     private func open(_ connection: UInt64, _ request: ConnectionRequest) {
         let handle = transport.open(request) { [weak self] event in
             guard let self else { return }
+            self.deliveredBatches.release()  // on the socket's thread, which built their events
             if self.tracesFrames, case .received(let frames) = event {
                 for frame in frames { self.traceFrame("←", frame) }
             }
@@ -353,6 +356,8 @@ final class SessionEngine: Sendable {
         }
         let batch = changed
         let watch = payloadWatch
+        let delivered = delivery.isInline || queued.events == 0 ? nil : deliveredBatches
+        let clock = self.clock
         let counted = !delivery.isInline && queued.events > 0
         let backlog = queued
         if counted { noteQueued(backlog) }
@@ -367,6 +372,10 @@ final class SessionEngine: Sendable {
                 }
             }
             if counted { self?.noteDelivered(backlog) }
+            // Freed by the socket's thread, or by a timer when it stays quiet (DeliveredBatches).
+            if let delivered, delivered.hold(batch, bytes: backlog.bytes) {
+                _ = clock.schedule(after: DeliveredBatches.idleRelease) { [weak delivered] in delivered?.releaseWhenIdle() }
+            }
             // Was a watched payload read, or dropped unread (this batch's, or an earlier one that an
             // `events()` loop or the app held on to)? The dialect then parses at once, or defers again.
             if let read = watch.take() { self?.notePayloadsRead(read) }

@@ -1,0 +1,62 @@
+/// Delivered batches that the socket's thread releases, so that their events are freed by the thread that
+/// allocated them.
+///
+/// glibc's `free` returns a chunk to the arena of the thread that allocated it, under that arena's lock.
+/// Events are built on the socket's thread; freed on the delivery thread while the socket's thread
+/// allocates the next ones, the two threads contend for one arena lock when they run on different cores:
+/// in an unpinned bulk run the delivery thread slept on it about once per 30 events. The delivery target
+/// leaves each batch of events here once its handlers have run, and the socket's thread releases what is
+/// here when it brings its next input (a frame, a ping, the close). Held batches are bounded: a batch that
+/// would take the held frames' bytes above ``byteLimit`` is released where it is, and what no input comes
+/// for is released by a timer ``idleRelease`` after it was left, when the socket is quiet.
+final class DeliveredBatches: Sendable {
+    private struct Held {
+        var batches: [[Delivery]] = []
+        var bytes = 0
+        var timerPending = false
+    }
+
+    /// Most bytes of received frames held; beyond it batches are released on the delivery thread. With
+    /// 64 KiB, too many bulk batches went past it and the contention came back.
+    static let byteLimit = 256 * 1_024
+    /// How long held batches wait for the socket's next input before a timer releases them.
+    static let idleRelease = Duration.milliseconds(250)
+
+    private let held = Locked(Held())
+
+    /// Keeps `batch`, whose frames were `bytes` long, for the socket's thread, unless that takes the held
+    /// bytes over the limit (the caller's reference then is the last one). Returns true when no idle
+    /// release is pending: the caller then schedules ``releaseWhenIdle()`` ``idleRelease`` from now.
+    func hold(_ batch: [Delivery], bytes: Int) -> Bool {
+        held.withLock { held in
+            guard held.bytes + bytes <= Self.byteLimit else { return false }
+            held.batches.append(batch)
+            held.bytes += bytes
+            guard !held.timerPending else { return false }
+            held.timerPending = true
+            return true
+        }
+    }
+
+    /// The idle release: frees what is held, on the timer's thread.
+    func releaseWhenIdle() {
+        held.withLock { $0.timerPending = false }
+        release()
+    }
+
+    /// Releases the held batches on the calling thread.
+    func release() {
+        let batches = held.withLock { held -> [[Delivery]] in
+            guard !held.batches.isEmpty else { return [] }
+            defer {
+                held.batches = []
+                held.bytes = 0
+            }
+            return held.batches
+        }
+        _ = batches  // the events are freed here, when the last reference goes
+    }
+
+    /// Batches held now (for tests).
+    var count: Int { held.withLock { $0.batches.count } }
+}
