@@ -6,17 +6,12 @@ import Testing
 struct DeliveredBatchesTests {
     @Test("a delivered batch waits for the socket's next input to be released, or for the idle timer, unless it is too large to hold")
     func releasedByTheSocketsThread() async throws {
-        let queued = Locked<[@Sendable () -> Void]>([])
+        let delivery = HeldDelivery()
         let transport = InMemoryTransport()
         let clock = ManualClock()
-        let session = RealtimeSession(
-            dialect: LineDialect(), transport: transport,
-            options: SessionOptions(delivery: .custom { work in queued.withLock { $0.append(work) } },
-                                    clock: clock))
-        let runDelivery = {
-            let work = queued.withLock { queue in defer { queue = [] }; return queue }
-            for item in work { item() }
-        }
+        let session = RealtimeSession(dialect: LineDialect(), transport: transport,
+                                      options: SessionOptions(delivery: delivery.target, clock: clock))
+        let runDelivery = delivery.runAll
         let count = Locked(0)
         session.on("m") { _ in count.withLock { $0 += 1 } }
         session.start()

@@ -596,13 +596,11 @@ struct SessionEngineTests {
 
     @Test("a slow consumer pauses reading and resumes once handlers catch up")
     func backPressure() async throws {
-        let queued = Locked<[@Sendable () -> Void]>([])
+        let delivery = HeldDelivery()
         let transport = InMemoryTransport()
-        let clock = ManualClock()
         let session = RealtimeSession(
             dialect: LineDialect(), transport: transport,
-            options: SessionOptions(delivery: .custom { work in queued.withLock { $0.append(work) } },
-                                    deliveryHighWatermark: 10, clock: clock))
+            options: SessionOptions(delivery: delivery.target, deliveryHighWatermark: 10, clock: ManualClock()))
         let count = Locked(0)
         session.on("m") { _ in count.withLock { $0 += 1 } }
         session.start()
@@ -610,8 +608,7 @@ struct SessionEngineTests {
         peer.send(text: #"{"t":"welcome"}"#)
         for _ in 0..<4 { peer.send((0..<5).map { _ in .text(#"{"t":"ev","name":"m"}"#) }) }
         #expect(peer.isReadingPaused)
-        let work = queued.withLock { queue in defer { queue = [] }; return queue }
-        for item in work { item() }
+        delivery.runAll()
         #expect(count.withLock { $0 } == 20)
         #expect(!peer.isReadingPaused)
         withExtendedLifetime(session) {}
@@ -619,16 +616,11 @@ struct SessionEngineTests {
 
     @Test("an adapter's tap sees its channel's events and every transition before handlers run, its follow-ups run just before their handlers, and only off(id:) removes it")
     func tapRunsAheadOfDelivery() async throws {
-        let queued = Locked<[@Sendable () -> Void]>([])
+        let delivery = HeldDelivery()
         let transport = InMemoryTransport()
-        let session = RealtimeSession(
-            dialect: LineDialect(), transport: transport,
-            options: SessionOptions(delivery: .custom { work in queued.withLock { $0.append(work) } },
-                                    clock: ManualClock()))
-        let release = {
-            let work = queued.withLock { queue in defer { queue = [] }; return queue }
-            for item in work { item() }
-        }
+        let session = RealtimeSession(dialect: LineDialect(), transport: transport,
+                                      options: SessionOptions(delivery: delivery.target, clock: ManualClock()))
+        let release = delivery.runAll
         let seen = Locked<[String]>([])
         let log = Locked<[String]>([])
         let room = session.channel("room")

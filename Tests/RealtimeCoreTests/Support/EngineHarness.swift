@@ -64,3 +64,19 @@ let subOkRoom = TransportFrame.text(#"{"t":"subok","ch":"room"}"#)
 /// What `InMemoryPeer.drop()` makes the session report as the reason for reconnecting.
 let dropped = DisconnectReason.failure(RealtimeError(.transportFailed, "connection reset by peer",
                                                      context: .init(closeCode: 1006)))
+
+/// A delivery target that keeps handler calls until the test runs them, for tests of what happens while
+/// they wait.
+final class HeldDelivery: Sendable {
+    private let queued = Locked<[@Sendable () -> Void]>([])
+
+    var target: DeliveryTarget {
+        .custom { [queued] work in queued.withLock { $0.append(work) } }
+    }
+
+    /// Runs the handler calls waiting now, in order.
+    func runAll() {
+        let work = queued.withLock { queue in defer { queue = [] }; return queue }
+        for item in work { item() }
+    }
+}
