@@ -47,13 +47,8 @@
     private var lastRoute: (rawIdentifier: Substring, channel: ChannelID)?
     /// Identifiers by the text the server writes them as (with its escapes), for subscriptions this
     /// connection has received broadcasts for; a few more than there are subscriptions at most.
-    private var decodedIdentifiers: [Substring: DecodedIdentifier] = [:]
-
-    private struct DecodedIdentifier {
-        var identifier: String
-        /// The entry's key: its own copy of the text, not a slice of a frame.
-        var text: Substring
-    }
+    /// Each key is its own copy of the text, not a slice of a frame.
+    private var decodedIdentifiers: [Substring: String] = [:]
     /// The JSON parser's stacks, kept from frame to frame.
     private var scratch = JSONParseScratch()
     /// Identifiers built so far; they never change for a channel.
@@ -285,14 +280,17 @@
     /// identifier with escapes, so this saves decoding it on every broadcast. `nil` when it is not a string;
     /// `kept` is the remembered copy of the text, when there is one.
     private mutating func identifier(fromRaw raw: Substring, in members: JSONEnvelope) -> (String, kept: Substring?)? {
-        if let known = decodedIdentifiers[raw] { return (known.identifier, known.text) }
+        if let known = decodedIdentifiers.index(forKey: raw) {
+            let (text, identifier) = decodedIdentifiers[known]
+            return (identifier, text)
+        }
         guard let identifier = members["identifier"]?.stringValue else { return nil }
         guard subscriptions[identifier] != nil else { return (identifier, nil) }
         // Decoding is a function of the text, so an entry is never wrong, only unused once its
         // subscription is gone: start over when there are more than the subscriptions can use.
         if decodedIdentifiers.count >= subscriptions.count + 8 { decodedIdentifiers = [:] }
         let text = Substring(String(raw))  // its own copy, not a slice of the frame
-        decodedIdentifiers[text] = DecodedIdentifier(identifier: identifier, text: text)
+        decodedIdentifiers[text] = identifier
         return (identifier, text)
     }
 

@@ -356,9 +356,9 @@ final class SessionEngine: Sendable {
         }
         let batch = changed
         let watch = payloadWatch
-        let delivered = delivery.isInline || queued.events == 0 ? nil : deliveredBatches
-        let clock = self.clock
         let counted = !delivery.isInline && queued.events > 0
+        let delivered = counted ? deliveredBatches : nil
+        let clock = self.clock
         let backlog = queued
         if counted { noteQueued(backlog) }
         delivery.enqueue { [weak self] in
