@@ -8,10 +8,12 @@
 /// leaves each batch of events here once its handlers have run, and the socket's thread releases what is
 /// here when it brings its next input (a frame, a ping, the close). Held batches are bounded: a batch that
 /// would take the held frames' bytes above ``byteLimit`` is released where it is, and what no input comes
-/// for is released by a timer ``idleRelease`` after it was left, when the socket is quiet.
+/// for is released by a timer ``idleRelease`` after it was left, when the socket is quiet. An `events()`
+/// consumer leaves the events it took here too (``hold(taken:bytes:)``), for the same reason.
 final class DeliveredBatches: Sendable {
     private struct Held {
         var batches: [[Delivery]] = []
+        var taken: [[RealtimeEvent]] = []
         var bytes = 0
         var timerPending = false
     }
@@ -28,9 +30,18 @@ final class DeliveredBatches: Sendable {
     /// bytes over the limit (the caller's reference then is the last one). Returns true when no idle
     /// release is pending: the caller then schedules ``releaseWhenIdle()`` ``idleRelease`` from now.
     func hold(_ batch: [Delivery], bytes: Int) -> Bool {
+        hold(bytes: bytes) { $0.batches.append(batch) }
+    }
+
+    /// Keeps events that an event stream's consumer took and is done with, like ``hold(_:bytes:)``.
+    func hold(taken events: [RealtimeEvent], bytes: Int) -> Bool {
+        hold(bytes: bytes) { $0.taken.append(events) }
+    }
+
+    private func hold(bytes: Int, _ keep: (inout Held) -> Void) -> Bool {
         held.withLock { held in
             guard held.bytes + bytes <= Self.byteLimit else { return false }
-            held.batches.append(batch)
+            keep(&held)
             held.bytes += bytes
             guard !held.timerPending else { return false }
             held.timerPending = true
@@ -46,17 +57,18 @@ final class DeliveredBatches: Sendable {
 
     /// Releases the held batches on the calling thread.
     func release() {
-        let batches = held.withLock { held -> [[Delivery]] in
-            guard !held.batches.isEmpty else { return [] }
+        let released = held.withLock { held -> Held? in
+            guard !held.batches.isEmpty || !held.taken.isEmpty else { return nil }
             defer {
                 held.batches = []
+                held.taken = []
                 held.bytes = 0
             }
-            return held.batches
+            return held
         }
-        _ = batches  // the events are freed here, when the last reference goes
+        _ = released  // the events are freed here, when the last reference goes
     }
 
-    /// Batches held now (for tests).
-    var count: Int { held.withLock { $0.batches.count } }
+    /// Batches, and groups of taken events, held now (for tests).
+    var count: Int { held.withLock { $0.batches.count + $0.taken.count } }
 }

@@ -62,6 +62,27 @@ final class EventStreamBuffer: Sendable {
         var backlog = DeliveryBacklog()
         var finished = false
         var onFinish: (@Sendable (DeliveryBacklog) -> Void)?
+        /// Events the consumer took, kept until it waits or has taken ``EventStreamBuffer/retireBatch``,
+        /// then handed to `retire` (see ``EventStreamBuffer/init(buffered:consumed:retire:)``).
+        var taken: [RealtimeEvent] = []
+        var takenBytes = 0
+
+        /// Keeps a copy of `event`, which the consumer takes; returns the taken events to retire once
+        /// there are enough of them.
+        mutating func noteTaken(_ event: RealtimeEvent) -> Retired? {
+            taken.append(event)
+            takenBytes += event.rawByteCount
+            guard taken.count >= EventStreamBuffer.retireBatch else { return nil }
+            return takeTaken()
+        }
+
+        mutating func takeTaken() -> Retired {
+            defer {
+                taken = []
+                takenBytes = 0
+            }
+            return Retired(events: taken, bytes: takenBytes)
+        }
 
         /// The oldest waiting event, its cost taken off the backlog.
         mutating func takeOldest() -> RealtimeEvent? {
@@ -87,6 +108,12 @@ final class EventStreamBuffer: Sendable {
         }
     }
 
+    /// Taken events on their way out of the buffer, with their payloads' bytes.
+    private struct Retired {
+        var events: [RealtimeEvent]
+        var bytes: Int
+    }
+
     enum Taken {
         case event(RealtimeEvent)
         case none
@@ -96,14 +123,23 @@ final class EventStreamBuffer: Sendable {
     private let state = Locked(State())
     private let buffered: @Sendable (DeliveryBacklog) -> Void
     private let consumed: @Sendable (DeliveryBacklog) -> Void
+    private let retire: @Sendable (_ events: [RealtimeEvent], _ bytes: Int) -> Void
+
+    /// Taken events kept before they are retired even though the consumer does not wait.
+    static let retireBatch = 64
 
     /// - Parameters:
     ///   - buffered: an event now waits here (its cost joins the session's delivery backlog);
-    ///   - consumed: the consumer took events that waited (their cost leaves it).
+    ///   - consumed: the consumer took events that waited (their cost leaves it);
+    ///   - retire: receives, on the consumer's thread, events it took and is done with (with their
+    ///     payloads' bytes), for the socket's thread to free (``DeliveredBatches``). A lone event taken
+    ///     between two waits is not retired: consumer and socket then take turns, and do not contend.
     init(buffered: @escaping @Sendable (DeliveryBacklog) -> Void,
-         consumed: @escaping @Sendable (DeliveryBacklog) -> Void) {
+         consumed: @escaping @Sendable (DeliveryBacklog) -> Void,
+         retire: @escaping @Sendable (_ events: [RealtimeEvent], _ bytes: Int) -> Void) {
         self.buffered = buffered
         self.consumed = consumed
+        self.retire = retire
     }
 
     var waitingConsumerCount: Int { state.withLock { $0.waiters.count } }
@@ -128,7 +164,12 @@ final class EventStreamBuffer: Sendable {
         let cost = Self.cost(of: event)
         let handoff = state.withLock { state -> Handoff in
             if state.finished { return .dropped }
-            if !state.waiters.isEmpty { return .toConsumer(state.waiters.removeFirst()) }
+            if !state.waiters.isEmpty {
+                // Kept like a taken event: the consumer retires it, if not alone, when it next waits.
+                state.taken.append(event)
+                state.takenBytes += cost.bytes
+                return .toConsumer(state.waiters.removeFirst())
+            }
             state.events.append(event)
             state.backlog.events += cost.events
             state.backlog.bytes += cost.bytes
@@ -143,23 +184,36 @@ final class EventStreamBuffer: Sendable {
 
     /// The oldest waiting event, if any.
     func take() -> Taken {
+        var retired: Retired?
         let taken = state.withLock { state -> Taken in
-            if let event = state.takeOldest() { return .event(event) }
+            if let event = state.takeOldest() {
+                retired = state.noteTaken(event)
+                return .event(event)
+            }
             return state.finished ? .finished : .none
         }
         if case .event(let event) = taken { consumed(Self.cost(of: event)) }
+        if let retired { retire(retired.events, retired.bytes) }
         return taken
     }
 
     /// Resumes `continuation` with the oldest waiting event, or with `nil` once the stream has ended, or
     /// keeps it until an event arrives.
     func takeOrWait(_ continuation: UnsafeContinuation<RealtimeEvent?, Never>) {
+        var retired: Retired?
         let taken = state.withLock { state -> Taken in
-            if let event = state.takeOldest() { return .event(event) }
+            if let event = state.takeOldest() {
+                retired = state.noteTaken(event)
+                return .event(event)
+            }
             if state.finished { return .finished }
+            // The consumer is done with what it took: it goes before the consumer waits.
+            if !state.taken.isEmpty { retired = state.takeTaken() }
             state.waiters.append(continuation)
             return .none
         }
+        // A lone event is freed here: consumer and socket take turns then, and do not contend.
+        if let retired, retired.events.count > 1 { retire(retired.events, retired.bytes) }
         switch taken {
         case .event(let event):
             consumed(Self.cost(of: event))
@@ -183,6 +237,8 @@ final class EventStreamBuffer: Sendable {
                 state.head = 0
                 state.backlog = DeliveryBacklog()
                 state.onFinish = nil
+                state.taken = []
+                state.takenBytes = 0
             }
             return (state.waiters, state.backlog, state.onFinish)
         }

@@ -425,6 +425,14 @@ final class SessionEngine: Sendable {
     /// The app took an event out of its stream (or the stream ended with events still in it).
     func noteStreamConsumed(_ event: DeliveryBacklog) { noteDelivered(event) }
 
+    /// Events an event stream's consumer is done with, for the socket's thread to free (DeliveredBatches).
+    func retireTaken(_ events: [RealtimeEvent], bytes: Int) {
+        guard deliveredBatches.hold(taken: events, bytes: bytes) else { return }
+        _ = clock.schedule(after: DeliveredBatches.idleRelease) { [weak deliveredBatches] in
+            deliveredBatches?.releaseWhenIdle()
+        }
+    }
+
     private func noteQueued(_ queued: DeliveryBacklog) {
         let pause = io.withLock { io -> (any TransportConnection)? in
             io.backlog.events += queued.events
