@@ -10,7 +10,11 @@ final class SessionEngine: Sendable {
     private struct IO {
         var connections: [UInt64: any TransportConnection] = [:]
         var closedBeforeStored: Set<UInt64> = []
-        var timers: [EngineTimer: any ScheduledTimer] = [:]
+        /// The core's timers, behind ``armedTimer``: one clock timer for the earliest deadline.
+        var timers = EngineTimerQueue()
+        var armedTimer: (any ScheduledTimer)?
+        /// Counts armings of the clock timer: a callback of an earlier one (cancelled too late) is ignored.
+        var timerGeneration: UInt64 = 0
         var current: UInt64?
         var backlog = DeliveryBacklog()
         var readingPaused = false
@@ -252,17 +256,25 @@ final class SessionEngine: Sendable {
             case .abort(let connection):
                 io.withLock { $0.connections[connection] }?.abort()
             case .schedule(let timer, let serial, let delay):
-                let handle = clock.schedule(after: delay) { [weak self] in
-                    self?.submit(.timer(timer, serial: serial))
+                let deadline = clock.now() + delay
+                let rearm = io.withLock { io -> (replaced: (any ScheduledTimer)?, generation: UInt64)? in
+                    guard io.timers.schedule(timer, serial: serial, at: deadline) != nil else { return nil }
+                    io.timerGeneration += 1
+                    defer { io.armedTimer = nil }
+                    return (io.armedTimer, io.timerGeneration)
                 }
-                let previous = io.withLock { $0.timers.updateValue(handle, forKey: timer) }
-                previous?.cancel()
+                if let rearm {
+                    rearm.replaced?.cancel()
+                    armTimer(at: deadline, generation: rearm.generation)
+                }
             case .cancel(let timer):
-                let handle = io.withLock { io in
-                    defer { io.timers.releaseRoomIfSparse() }
-                    return io.timers.removeValue(forKey: timer)
+                let disarmed = io.withLock { io -> (any ScheduledTimer)? in
+                    guard io.timers.cancel(timer) else { return nil }
+                    io.timerGeneration += 1
+                    defer { io.armedTimer = nil }
+                    return io.armedTimer
                 }
-                handle?.cancel()
+                disarmed?.cancel()
             case .work(let connection, let work):
                 let context = workContext
                 Task { [weak self] in
@@ -493,10 +505,44 @@ final class SessionEngine: Sendable {
     /// Closes the connection and stops timers; used when the session is released.
     func shutdown() {
         submit(.disconnect())
-        let timers = io.withLock { io -> [any ScheduledTimer] in
-            defer { io.timers = [:] }
-            return Array(io.timers.values)
+        let armed = io.withLock { io -> (any ScheduledTimer)? in
+            io.timers.removeAll()
+            io.timerGeneration += 1
+            defer { io.armedTimer = nil }
+            return io.armedTimer
         }
-        for timer in timers { timer.cancel() }
+        armed?.cancel()
+    }
+
+    // MARK: Timers
+
+    /// Arms the clock timer for `deadline`, unless a later arming (`generation` is no longer current) came first.
+    private func armTimer(at deadline: Duration, generation: UInt64) {
+        let handle = clock.schedule(after: deadline - clock.now()) { [weak self] in
+            self?.timerFired(generation: generation)
+        }
+        let superseded = io.withLock { io -> Bool in
+            guard io.timerGeneration == generation else { return true }
+            io.armedTimer = handle
+            return false
+        }
+        if superseded { handle.cancel() }
+    }
+
+    /// The clock timer fired: the core hears of every timer due, in deadline order, once the clock timer is
+    /// armed for the next one.
+    private func timerFired(generation: UInt64) {
+        let now = clock.now()
+        let fired = io.withLock { io -> (due: [(timer: EngineTimer, serial: UInt64)], next: (Duration, UInt64)?)? in
+            guard io.timerGeneration == generation else { return nil }
+            io.armedTimer = nil
+            let fired = io.timers.fire(at: now)
+            guard let next = fired.next else { return (fired.due, nil) }
+            io.timerGeneration += 1
+            return (fired.due, (next, io.timerGeneration))
+        }
+        guard let fired else { return }
+        if let (deadline, generation) = fired.next { armTimer(at: deadline, generation: generation) }
+        for (timer, serial) in fired.due { submit(.timer(timer, serial: serial)) }
     }
 }
