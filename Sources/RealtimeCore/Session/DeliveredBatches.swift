@@ -25,21 +25,27 @@ final class DeliveredBatches: Sendable {
     static let idleRelease = Duration.milliseconds(250)
 
     private let held = Locked(Held())
+    /// Runs the idle release (the session's clock).
+    private let clock: any RealtimeClock
+
+    init(clock: any RealtimeClock) {
+        self.clock = clock
+    }
 
     /// Keeps `batch`, whose frames were `bytes` long, for the socket's thread, unless that takes the held
-    /// bytes over the limit (the caller's reference then is the last one). Returns true when no idle
-    /// release is pending: the caller then schedules ``releaseWhenIdle()`` ``idleRelease`` from now.
-    func hold(_ batch: [Delivery], bytes: Int) -> Bool {
+    /// bytes over the limit (the caller's reference then is the last one).
+    func hold(_ batch: [Delivery], bytes: Int) {
         hold(bytes: bytes) { $0.batches.append(batch) }
     }
 
     /// Keeps events that an event stream's consumer took and is done with, like ``hold(_:bytes:)``.
-    func hold(taken events: [RealtimeEvent], bytes: Int) -> Bool {
+    func hold(taken events: [RealtimeEvent], bytes: Int) {
         hold(bytes: bytes) { $0.taken.append(events) }
     }
 
-    private func hold(bytes: Int, _ keep: (inout Held) -> Void) -> Bool {
-        held.withLock { held in
+    /// Keeps what `keep` adds, and arms the idle release unless it is pending already.
+    private func hold(bytes: Int, _ keep: (inout Held) -> Void) {
+        let armsTimer = held.withLock { held in
             guard held.bytes + bytes <= Self.byteLimit else { return false }
             keep(&held)
             held.bytes += bytes
@@ -47,10 +53,12 @@ final class DeliveredBatches: Sendable {
             held.timerPending = true
             return true
         }
+        guard armsTimer else { return }
+        _ = clock.schedule(after: Self.idleRelease) { [weak self] in self?.releaseWhenIdle() }
     }
 
     /// The idle release: frees what is held, on the timer's thread.
-    func releaseWhenIdle() {
+    private func releaseWhenIdle() {
         held.withLock { $0.timerPending = false }
         release()
     }

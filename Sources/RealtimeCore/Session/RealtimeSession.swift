@@ -512,7 +512,7 @@ extension SessionEngine {
         // Unbounded on purpose: the session's delivery budget bounds it by pausing the socket instead.
         let buffer = EventStreamBuffer(buffered: { [weak self] in self?.noteStreamBuffered($0) },
                                        consumed: { [weak self] in self?.noteStreamConsumed($0) },
-                                       retire: { [weak self] in self?.retireTaken($0, bytes: $1) })
+                                       retire: { [deliveredBatches] in deliveredBatches.hold(taken: $0, bytes: $1) })
         let id = registry.add(channel: channel, event: event) { [buffer] event in
             if let include, !include(event) { return }
             buffer.push(event)

@@ -41,7 +41,7 @@ final class SessionEngine: Sendable {
 
     let registry = HandlerRegistry()
     /// Delivered batches waiting for the socket's thread to release them.
-    let deliveredBatches = DeliveredBatches()
+    let deliveredBatches: DeliveredBatches
     let dialectName: String
     let dialect: any RealtimeDialect
     private let transport: any RealtimeTransport
@@ -89,6 +89,7 @@ final class SessionEngine: Sendable {
         self.transport = dialect.transport(wrapping: transport)
         workContext = DialectWorkContext(transport: transport)
         clock = options.clock
+        deliveredBatches = DeliveredBatches(clock: options.clock)
         // A queue without a target lands on the overcommit pool, which starts a thread whenever all of
         // its threads are busy: 10,000 sessions made hundreds of threads. The default pool is sized to
         // the cores.
@@ -370,7 +371,6 @@ final class SessionEngine: Sendable {
         let watch = payloadWatch
         let counted = !delivery.isInline && queued.events > 0
         let delivered = counted ? deliveredBatches : nil
-        let clock = self.clock
         let backlog = queued
         if counted { noteQueued(backlog) }
         delivery.enqueue { [weak self] in
@@ -385,9 +385,7 @@ final class SessionEngine: Sendable {
             }
             if counted { self?.noteDelivered(backlog) }
             // Freed by the socket's thread, or by a timer when it stays quiet (DeliveredBatches).
-            if let delivered, delivered.hold(batch, bytes: backlog.bytes) {
-                _ = clock.schedule(after: DeliveredBatches.idleRelease) { [weak delivered] in delivered?.releaseWhenIdle() }
-            }
+            delivered?.hold(batch, bytes: backlog.bytes)
             // Was a watched payload read, or dropped unread (this batch's, or an earlier one that an
             // `events()` loop or the app held on to)? The dialect then parses at once, or defers again.
             if let read = watch.take() { self?.notePayloadsRead(read) }
@@ -436,14 +434,6 @@ final class SessionEngine: Sendable {
 
     /// The app took an event out of its stream (or the stream ended with events still in it).
     func noteStreamConsumed(_ event: DeliveryBacklog) { noteDelivered(event) }
-
-    /// Events an event stream's consumer is done with, for the socket's thread to free (DeliveredBatches).
-    func retireTaken(_ events: [RealtimeEvent], bytes: Int) {
-        guard deliveredBatches.hold(taken: events, bytes: bytes) else { return }
-        _ = clock.schedule(after: DeliveredBatches.idleRelease) { [weak deliveredBatches] in
-            deliveredBatches?.releaseWhenIdle()
-        }
-    }
 
     private func noteQueued(_ queued: DeliveryBacklog) {
         let pause = io.withLock { io -> (any TransportConnection)? in
