@@ -1,19 +1,20 @@
 @_spi(DialectAuthoring) import RealtimeCore
 
 /// Client → server commands. `identifier` and `data` are JSON *strings* on the wire: Rails answers an
-/// object in `data` with a server-side TypeError and no reply.
+/// object in `data` with a server-side TypeError and no reply. Each takes the identifier as the JSON string
+/// literal ``ActionCableIdentifier/literal(_:)`` wrote, and writes it as it is.
 enum ActionCableCommand {
-    static func subscribe(_ identifier: String) -> TransportFrame {
-        .text(JSONValue.object(["command": "subscribe", "identifier": .string(identifier)]).serialized())
+    static func subscribe(_ identifierLiteral: Substring) -> TransportFrame {
+        .text(#"{"command":"subscribe","identifier":"# + identifierLiteral + "}")
     }
 
-    static func unsubscribe(_ identifier: String) -> TransportFrame {
-        .text(JSONValue.object(["command": "unsubscribe", "identifier": .string(identifier)]).serialized())
+    static func unsubscribe(_ identifierLiteral: Substring) -> TransportFrame {
+        .text(#"{"command":"unsubscribe","identifier":"# + identifierLiteral + "}")
     }
 
-    static func message(_ identifier: String, data: [String: JSONValue]) -> TransportFrame {
-        .text(JSONValue.object(["command": "message", "identifier": .string(identifier),
-                                "data": .string(JSONValue.object(data).serialized())]).serialized())
+    static func message(_ identifierLiteral: Substring, data: [String: JSONValue]) -> TransportFrame {
+        let dataLiteral = JSONValue.string(JSONValue.object(data).serialized()).serialized()
+        return .text(#"{"command":"message","data":"# + dataLiteral + #","identifier":"# + identifierLiteral + "}")
     }
 
     /// The `data` object of a `message` command: `action` (the event name) merged with the members of the

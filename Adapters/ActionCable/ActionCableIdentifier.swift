@@ -28,6 +28,18 @@ package enum ActionCableIdentifier {
         members["channel"] = .string(channel.name)
         return JSONValue.object(members).serialized()
     }
+
+    /// `identifier` as the JSON string literal the commands carry, quotes and escapes included: the text
+    /// Rails echoes back in every frame about the subscription. Its own storage, not a slice of another
+    /// string, since it is kept for the subscription's life.
+    package static func literal(_ identifier: String) -> Substring {
+        JSONValue.string(identifier).serialized()[...]
+    }
+
+    /// The identifier a ``literal(_:)`` holds, for messages.
+    package static func decoded(_ literal: Substring) -> String {
+        (try? JSONValue.parse(literal.utf8))?.stringValue ?? String(literal)
+    }
 }
 
 extension JSONValue {

@@ -3,8 +3,9 @@
 /// The Action Cable state machine for one session: frames and commands in, ``DialectAction``s out.
 ///
 /// - `welcome` makes the session connected; the engine then subscribes every channel it holds.
-/// - Every subscription is keyed by its identifier string, built once; incoming frames are routed by
-///   that exact string and broadcasts are delivered while the subscription is still pending.
+/// - Every subscription is keyed by its identifier as a JSON string literal, built from the channel: the
+///   text the commands carry and Rails echoes back unchanged, so incoming frames are routed by their own
+///   text, without decoding it. Broadcasts are delivered while the subscription is still pending.
 /// - A broadcast is delivered under the name read from its message (``ActionCableDialect/eventNameKeys``),
 ///   `"message"` when none names it; its `data` is the whole message, kept as text (checked) until read.
 /// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`.
@@ -30,31 +31,29 @@
     /// Reads a broadcast's event name while its message is checked, so the message itself is not parsed.
     private let eventNamePick: JSONEnvelope.Pick?
     /// Members kept as text: the message is parsed only if a handler reads it, and the identifier is
-    /// decoded only the first time its text is seen (``identifier(fromRaw:in:)``).
+    /// decoded only when the server escaped it otherwise than this client (``subscription(_:in:)``).
     private static let deferredMembers = ["message", "identifier"]
     /// What stays text when the message is parsed with the frame.
     private static let deferredIdentifier = ["identifier"]
     /// While handlers read payloads (the engine's hint), the message is parsed with the frame, but for a probe.
     private var payloadParsing = PayloadParsing()
 
-    /// Subscriptions of the current connection, by identifier. Any change forgets ``lastRoute``.
-    private var subscriptions: [String: Subscription] = [:] {
+    /// Subscriptions of the current connection, by identifier literal. Keys are whole strings of their own
+    /// (Substrings so that a slice of a frame looks one up without a copy). Any change forgets ``lastRoute``.
+    private var subscriptions: [Substring: Subscription] = [:] {
         didSet { lastRoute = nil }
     }
-    /// The identifier text of the last broadcast delivered (the key kept in ``decodedIdentifiers``) and its
-    /// channel: a stream of broadcasts on one channel is routed by comparing that text, without hashing the
-    /// identifier twice per frame.
+    /// The identifier text of the last broadcast delivered (a key of ``subscriptions``, or a copy of the
+    /// server's text when it escaped the identifier otherwise) and its channel: a stream of broadcasts on
+    /// one channel is routed by comparing that text, without hashing it.
     private var lastRoute: (rawIdentifier: Substring, channel: ChannelID)?
-    /// Identifiers by the text the server writes them as (with its escapes), for subscriptions this
-    /// connection has received broadcasts for; a few more than there are subscriptions at most.
-    /// Each key is its own copy of the text, not a slice of a frame.
-    private var decodedIdentifiers: [Substring: String] = [:]
     /// The JSON parser's stacks, kept from frame to frame.
     private var scratch = JSONParseScratch()
-    /// Identifiers built so far; they never change for a channel.
-    private var identifiers: [ChannelID: String] = [:]
-    /// Identifiers unsubscribed on this connection less than one guarantor interval ago.
-    private var settling: Set<String> = []
+    /// The last identifier literal built, and its channel: a run of performs on one channel builds it once.
+    /// The literals of subscriptions are the keys of ``subscriptions``; no table by channel is kept.
+    private var lastIdentifier: (channel: ChannelID, literal: Substring)?
+    /// Identifier literals unsubscribed on this connection less than one guarantor interval ago.
+    private var settling: Set<Substring> = []
     private var welcomed = false
     /// How the connection must end, decided by a frame (`disconnect`) or the handshake (subprotocol).
     private var decidedEnd: ConnectionEnd?
@@ -90,8 +89,7 @@
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
         let end = decidedEnd ?? classify(closure)
-        subscriptions = [:]
-        decodedIdentifiers = [:]
+        subscriptions.removeAll(keepingCapacity: true)  // the next connection subscribes as many again
         settling = []
         welcomed = false
         decidedEnd = nil
@@ -148,9 +146,11 @@
         case .string("welcome"):
             welcome(envelope, actions: &actions)
         case .string("confirm_subscription"):
-            confirm(envelope["identifier"]?.stringValue, actions: &actions)
+            confirm(subscription(envelope.rawSlice(of: "identifier"), in: envelope).map { subscriptions[$0].key },
+                    actions: &actions)
         case .string("reject_subscription"):
-            reject(envelope["identifier"]?.stringValue, frame: envelope.document, actions: &actions)
+            reject(subscription(envelope.rawSlice(of: "identifier"), in: envelope).map { subscriptions[$0].key },
+                   frame: envelope.document, actions: &actions)
         case .string("disconnect"):
             disconnect(envelope, actions: &actions)
         case nil, .null?:
@@ -167,7 +167,7 @@
         actions.append(.connected(id: members["sid"]?.stringValue))
     }
 
-    private mutating func confirm(_ identifier: String?, actions: inout [DialectAction]) {
+    private mutating func confirm(_ identifier: Substring?, actions: inout [DialectAction]) {
         guard let identifier, var subscription = subscriptions[identifier] else {
             actions.append(.log(.debug, "confirm_subscription for an identifier this session does not hold"))
             return
@@ -180,7 +180,7 @@
         actions.append(.subscribed(subscription.channel, recovered: nil))
     }
 
-    private mutating func reject(_ identifier: String?, frame: JSONValue, actions: inout [DialectAction]) {
+    private mutating func reject(_ identifier: Substring?, frame: JSONValue, actions: inout [DialectAction]) {
         guard let identifier, let subscription = subscriptions[identifier], subscription.phase != .settling else {
             actions.append(.log(.debug, "reject_subscription for an identifier this session does not hold"))
             return
@@ -230,16 +230,18 @@
         if let lastRoute, lastRoute.rawIdentifier == rawIdentifier {
             channel = lastRoute.channel
         } else {
-            guard let (identifier, kept) = identifier(fromRaw: rawIdentifier, in: members) else {
-                reportMalformedBroadcast(members, actions: &actions)
+            guard let found = subscription(rawIdentifier, in: members) else {
+                if members["identifier"]?.stringValue == nil {
+                    reportMalformedBroadcast(members, actions: &actions)
+                } else {
+                    actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
+                }
                 return
             }
-            guard let subscription = subscriptions[identifier] else {
-                actions.append(.log(.debug, "dropped a broadcast for an identifier this session does not hold"))
-                return
-            }
+            let (key, subscription) = subscriptions[found]
             channel = subscription.channel
-            lastRoute = kept.map { ($0, channel) }
+            // The server's own text when it differs from the key, so the next frame compares equal.
+            lastRoute = (key == rawIdentifier ? key : Substring(String(rawIdentifier)), channel)
         }
         guard messageDeferred else {
             let value = members["message"] ?? .null
@@ -275,23 +277,15 @@
         return best?.name ?? ActionCableDialect.fallbackEventName
     }
 
-    /// The `identifier` string of a frame, from its text as the server wrote it: the decoded string of a
-    /// text seen before, else decoded now (and remembered when it names a subscription). Rails writes an
-    /// identifier with escapes, so this saves decoding it on every broadcast. `nil` when it is not a string;
-    /// `kept` is the remembered copy of the text, when there is one.
-    private mutating func identifier(fromRaw raw: Substring, in members: JSONEnvelope) -> (String, kept: Substring?)? {
-        if let known = decodedIdentifiers.index(forKey: raw) {
-            let (text, identifier) = decodedIdentifiers[known]
-            return (identifier, text)
-        }
+    /// Where in ``subscriptions`` a frame's `identifier` is, from its text as the server wrote it: that
+    /// text itself when it is the literal this client sent (Rails echoes it), else the string decoded and
+    /// written as this client writes it (a server that escapes `<`, `>`, `&` or `/` where this client does
+    /// not). `nil` when the frame has no string identifier or this session holds no such subscription.
+    private func subscription(_ raw: Substring?, in members: JSONEnvelope) -> [Substring: Subscription].Index? {
+        guard let raw else { return nil }
+        if let index = subscriptions.index(forKey: raw) { return index }
         guard let identifier = members["identifier"]?.stringValue else { return nil }
-        guard subscriptions[identifier] != nil else { return (identifier, nil) }
-        // Decoding is a function of the text, so an entry is never wrong, only unused once its
-        // subscription is gone: start over when there are more than the subscriptions can use.
-        if decodedIdentifiers.count >= subscriptions.count + 8 { decodedIdentifiers = [:] }
-        let text = Substring(String(raw))  // its own copy, not a slice of the frame
-        decodedIdentifiers[text] = identifier
-        return (identifier, text)
+        return subscriptions.index(forKey: ActionCableIdentifier.literal(identifier))
     }
 
     // MARK: Commands
@@ -314,15 +308,17 @@
         }
     }
 
-    private mutating func identifier(for channel: ChannelID) throws(RealtimeError) -> String {
-        if let known = identifiers[channel] { return known }
-        let made = try ActionCableIdentifier.make(for: channel)
-        identifiers[channel] = made
+    /// The identifier literal of `channel`, built again unless it was the last one asked for: a function of
+    /// the channel, so building it twice gives the same key.
+    private mutating func identifier(for channel: ChannelID) throws(RealtimeError) -> Substring {
+        if let lastIdentifier, lastIdentifier.channel == channel { return lastIdentifier.literal }
+        let made = ActionCableIdentifier.literal(try ActionCableIdentifier.make(for: channel))
+        lastIdentifier = (channel, made)
         return made
     }
 
     private mutating func subscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
-        let identifier: String
+        let identifier: Substring
         do {
             identifier = try self.identifier(for: channel)
         } catch {
@@ -337,7 +333,7 @@
         sendSubscribe(identifier, channel: channel, attempts: 1, actions: &actions)
     }
 
-    private mutating func sendSubscribe(_ identifier: String, channel: ChannelID, attempts: Int,
+    private mutating func sendSubscribe(_ identifier: Substring, channel: ChannelID, attempts: Int,
                                         actions: inout [DialectAction]) {
         subscriptions[identifier] = Subscription(channel: channel, phase: .pending(attempts: attempts))
         actions.append(.send(ActionCableCommand.subscribe(identifier)))
@@ -345,7 +341,7 @@
     }
 
     private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
-        guard let identifier = identifiers[channel],
+        guard let identifier = try? identifier(for: channel),
               let subscription = subscriptions.removeValue(forKey: identifier) else { return }
         actions.append(.cancelTimer(Self.guarantorTimer(channel)))
         // Still settling: its subscribe never went out, so there is nothing to undo.
@@ -354,7 +350,7 @@
         startSettling(identifier, channel: channel, actions: &actions)
     }
 
-    private mutating func startSettling(_ identifier: String, channel: ChannelID, actions: inout [DialectAction]) {
+    private mutating func startSettling(_ identifier: Substring, channel: ChannelID, actions: inout [DialectAction]) {
         settling.insert(identifier)
         actions.append(.startTimer(Self.settleTimer(channel), after: guarantor.interval))
     }
@@ -377,7 +373,7 @@
     static func settleTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: .actionCableSettle, channel: channel) }
 
     public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {
-        guard let channel = key.channel, let identifier = identifiers[channel] else { return }
+        guard let channel = key.channel, let identifier = try? identifier(for: channel) else { return }
         switch key.kind {
         case .actionCableGuarantor:
             guard let subscription = subscriptions[identifier],
@@ -389,7 +385,7 @@
                 startSettling(identifier, channel: channel, actions: &actions)
                 actions.append(.subscriptionFailed(channel, RealtimeError(
                     .timedOut, "no answer to \(attempts) subscribe commands for \(channel)",
-                    context: .init(channel: channel, detail: identifier))))
+                    context: .init(channel: channel, detail: ActionCableIdentifier.decoded(identifier)))))
             } else {
                 sendSubscribe(identifier, channel: channel, attempts: attempts + 1, actions: &actions)
             }

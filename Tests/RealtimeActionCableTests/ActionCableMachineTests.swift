@@ -306,6 +306,30 @@ struct ActionCableMachineTests {
         #expect(driver.receive(#"{"identifier":42,"message":1}"#).reported.map(\.code) == [.protocolViolation])
     }
 
+    @Test("Rails' escapes of <, > and & in an identifier: the subscribe carries the literal as written, the echoes confirm, route and reject")
+    func htmlSafeEscapedIdentifiers() {
+        var driver = MachineDriver()
+        driver.connected()
+        let tagged = ChannelID("EchoChannel", params: ["room": "<b>&"])
+        let rejected = ChannelID("EchoChannel", params: ["room": "a/b"])
+        let sent = driver.command(.subscribe(tagged)).sentTexts + driver.command(.subscribe(rejected)).sentTexts
+        #expect(sent == [#"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\",\"room\":\"<b>&\"}"}"#,
+                         #"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\",\"room\":\"a/b\"}"}"#])
+        // ActiveSupport writes the echo HTML-safe; other servers escape "/".
+        let railsEcho = #""{\"channel\":\"EchoChannel\",\"room\":\"\u003cb\u003e\u0026\"}""#
+        let slashEcho = #""{\"channel\":\"EchoChannel\",\"room\":\"a\/b\"}""#
+        #expect(driver.receive(#"{"identifier":\#(railsEcho),"type":"confirm_subscription"}"#).subscribed == [tagged])
+        for _ in 0..<2 {  // the second frame is routed by the remembered text
+            let events = driver.receive(#"{"identifier":\#(railsEcho),"message":{"n":1}}"#).delivered
+            #expect(events.map(\.channel) == [tagged])
+        }
+        let failures = driver.receive(#"{"identifier":\#(slashEcho),"type":"reject_subscription"}"#).failures
+        #expect(failures.map(\.0) == [rejected])
+        #expect(driver.command(.unsubscribe(tagged)).sentTexts
+                == [#"{"command":"unsubscribe","identifier":"{\"channel\":\"EchoChannel\",\"room\":\"<b>&\"}"}"#])
+        #expect(driver.receive(#"{"identifier":\#(railsEcho),"message":1}"#).delivered.isEmpty)
+    }
+
     @Test("eventNameKeys replaces the default order; [] names every broadcast \"message\"")
     func configuredEventNameKeys() {
         let both = #"{"kind":"k","event":"e","type":"t"}"#
