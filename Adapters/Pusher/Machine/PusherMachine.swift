@@ -403,10 +403,10 @@ import Foundation
     private mutating func subscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
         let name = channel.name
         guard subscriptions[name] == nil else { return }
-        if name.isEmpty || name.hasPrefix("#") || !channel.params.isEmpty {
+        if name.isEmpty || name.hasPrefix("#") || channel.hasParams {
             fail(channel, RealtimeError(
                 .invalidArgument, "'\(name)' is not a channel name this client may subscribe to"
-                    + (channel.params.isEmpty ? "" : " (\(vendor.displayName) channels take no params)"),
+                    + (channel.hasParams ? " (\(vendor.displayName) channels take no params)" : ""),
                 context: .init(channel: channel)), actions: &actions)
             return
         }

@@ -8,13 +8,36 @@ public struct ChannelID: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
     /// The Pusher channel, the Socket.IO namespace (`/chat`) or the Action Cable channel class (`ChatChannel`).
     public var name: String
     /// Extra identifier parameters (Action Cable). Empty for the other dialects.
-    public var params: [String: JSONValue]
+    public var params: [String: JSONValue] {
+        get { Dictionary(uniqueKeysWithValues: sortedParams.lazy.map { ($0.key, $0.value) }) }
+        set { sortedParams = Self.sorted(newValue) }
+    }
+
+    /// `params` sorted by key: one small array per channel instead of a hash table (a channel is kept in
+    /// several tables for its life, and an Action Cable app may hold thousands), and equal params compare
+    /// and hash as equal whatever order they were given in.
+    private var sortedParams: [Param]
+
+    private struct Param: Hashable, Sendable {
+        var key: String
+        var value: JSONValue
+    }
 
     /// A channel named `name`, with the Action Cable identifier `params` when it has any.
     public init(_ name: String, params: [String: JSONValue] = [:]) {
         self.name = name
-        self.params = params
+        sortedParams = Self.sorted(params)
     }
+
+    private static func sorted(_ params: [String: JSONValue]) -> [Param] {
+        if params.isEmpty { return [] }
+        var sorted = params.map { Param(key: $0.key, value: $0.value) }  // exactly as many as there are
+        sorted.sort { $0.key < $1.key }
+        return sorted
+    }
+
+    /// Whether the channel has Action Cable parameters, without building the dictionary.
+    package var hasParams: Bool { !sortedParams.isEmpty }
 
     /// A channel named `value`, without parameters (`let room: ChannelID = "presence-room"`).
     public init(stringLiteral value: String) {
@@ -22,7 +45,7 @@ public struct ChannelID: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
     }
 
     public var description: String {
-        params.isEmpty ? name : "\(name)\(JSONValue.object(params))"
+        sortedParams.isEmpty ? name : "\(name)\(JSONValue.object(params))"
     }
 }
 
