@@ -15,18 +15,37 @@ package enum ActionCableIdentifier {
             throw RealtimeError(.invalidArgument, "an Action Cable channel needs a class name",
                                 context: .init(channel: channel))
         }
-        guard channel.params["channel"] == nil else {
-            throw RealtimeError(.invalidArgument,
-                                "Action Cable channel params must not contain a 'channel' key; the name is the class",
-                                context: .init(channel: channel))
+        // The object `params` + `channel` would serialize to, written from the params in key order, with
+        // `channel` in its place among them (each reconnect builds every held channel's identifier again).
+        var text: [UInt8] = []
+        text.reserveCapacity(64)
+        text.append(UInt8(ascii: "{"))
+        var channelWritten = false
+        func member(_ key: String, _ value: JSONValue) {
+            if text.count > 1 { text.append(UInt8(ascii: ",")) }
+            JSONValue.string(key).write(into: &text)
+            text.append(UInt8(ascii: ":"))
+            value.write(into: &text)
         }
-        for (key, value) in channel.params where value.containsBinary {
-            throw RealtimeError(.invalidArgument, "Action Cable channel param '\(key)' holds binary data",
-                                context: .init(channel: channel))
+        try channel.forEachParam { (key, value) throws(RealtimeError) in
+            guard key != "channel" else {
+                throw RealtimeError(.invalidArgument,
+                                    "Action Cable channel params must not contain a 'channel' key; the name is the class",
+                                    context: .init(channel: channel))
+            }
+            guard !value.containsBinary else {
+                throw RealtimeError(.invalidArgument, "Action Cable channel param '\(key)' holds binary data",
+                                    context: .init(channel: channel))
+            }
+            if !channelWritten, "channel" < key {
+                member("channel", .string(channel.name))
+                channelWritten = true
+            }
+            member(key, value)
         }
-        var members = channel.params
-        members["channel"] = .string(channel.name)
-        return JSONValue.object(members).serialized()
+        if !channelWritten { member("channel", .string(channel.name)) }
+        text.append(UInt8(ascii: "}"))
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// `identifier` as the JSON string literal the commands carry, quotes and escapes included: the text

@@ -17,6 +17,23 @@ struct ActionCableIdentifierTests {
                 == #"{"channel":"Chat","q":"a\"b\\c/é"}"#)
     }
 
+    @Test("the identifier is the serializer's text of params + channel, for keys on either side of \"channel\"")
+    func identifierMatchesTheSerializer() throws {
+        let keys = ["", "a", "C", "ch", "chan", "channe", "channel_id", "channels", "d", "room", "zz", "é", "Ω", "\u{1}"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<300 {
+            var params: [String: JSONValue] = [:]
+            for key in keys where Bool.random(using: &generator) {
+                params[key] = Bool.random(using: &generator) ? .integer(Int64.random(in: -9...9, using: &generator))
+                                                              : .string("v\"\(key)")
+            }
+            let channel = ChannelID("RoomChannel", params: params)
+            var members = params
+            members["channel"] = "RoomChannel"
+            #expect(try ActionCableIdentifier.make(for: channel) == JSONValue.object(members).serialized())
+        }
+    }
+
     @Test("identifiers that cannot be expressed are refused with .invalidArgument",
           arguments: [ChannelID(""), ChannelID("Echo", params: ["channel": "Other"]),
                       ChannelID("Echo", params: ["blob": .binary(Data([1, 2]))])])

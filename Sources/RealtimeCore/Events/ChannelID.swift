@@ -39,6 +39,11 @@ public struct ChannelID: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
     /// Whether the channel has Action Cable parameters, without building the dictionary.
     package var hasParams: Bool { !sortedParams.isEmpty }
 
+    /// Calls `body` with each parameter in key order, without building the dictionary.
+    package func forEachParam<Failure: Error>(_ body: (String, JSONValue) throws(Failure) -> Void) throws(Failure) {
+        for param in sortedParams { try body(param.key, param.value) }
+    }
+
     /// A channel named `value`, without parameters (`let room: ChannelID = "presence-room"`).
     public init(stringLiteral value: String) {
         self.init(value)
