@@ -33,6 +33,24 @@ struct LazyPayloadTests {
         #expect(text.rawData == "not json {")
     }
 
+    @Test("changing another field keeps the payload lazy until read, and a parsed one parsed; the original is untouched")
+    func changesKeepThePayload() {
+        let event = RealtimeEvent(channel: "room", name: "tick", json: #"{"n":1}"#)
+        var renamed = event
+        renamed.name = "tock"
+        #expect(!renamed.isPayloadParsed)
+        #expect(renamed.data == ["n": 1])
+        #expect(renamed.isPayloadParsed)
+        #expect(!event.isPayloadParsed)  // its own box: the rename made a new one
+        #expect(event.name == "tick")
+        var moved = renamed
+        moved.channel = "lobby"
+        #expect(moved.isPayloadParsed)  // parsed before the change, so carried over
+        #expect(moved.data == ["n": 1])
+        #expect(moved.rawData == #"{"n":1}"#)
+        #expect(moved.channel == "lobby" && renamed.channel == "room")
+    }
+
     @Test("a payload held as a JSON string literal is decoded only when read: data parses its content, rawData is it")
     func stringLiteralPayload() {
         let literal = #""{\"s\":\"caf\u00e9 \\\"q\\\"\",\"n\":[1]}""#[...]

@@ -1,4 +1,11 @@
 import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// One event received from the server, the same type for every dialect.
 ///
@@ -30,13 +37,13 @@ public struct RealtimeEvent: Sendable {
     /// delivery batch until that event is read or goes away, wherever it went (a handler, an `events()`
     /// loop, your own storage), and the dialect defers one event in 256 to keep watching.
     public var data: JSONValue {
-        get { box.fields.currentData }
+        get { currentData }
         set {
             let arguments = self.arguments  // as they were: a stored `[data]` would not follow `data` either
             update {
                 $0.storedArguments = arguments
                 $0.storedData = newValue
-                $0.lazyData = nil
+                $0.isLazy = false
                 $0.lazyArgumentsFollowName = false
             }
         }
@@ -44,20 +51,17 @@ public struct RealtimeEvent: Sendable {
     /// Every value the event carries: Socket.IO's arguments after the name, `[data]` for the other dialects.
     /// Setting it leaves `data` as it was.
     public var arguments: [JSONValue] {
-        get { box.fields.currentArguments }
+        get { currentArguments }
         set {
-            update {
-                $0.materialize()
-                $0.storedArguments = newValue
-            }
+            update(materializing: true) { $0.storedArguments = newValue }
         }
     }
     /// The text of the payload as it arrived, when the dialect had one.
     public var rawData: String? {
         get { box.fields.rawData ?? box.fields.rawSliceText.map(String.init) }
         set {
-            update {
-                $0.materialize()  // the payload may still be waiting to be parsed from the text being replaced
+            // The payload may still be waiting to be parsed from the text being replaced.
+            update(materializing: true) {
                 $0.rawData = newValue
                 $0.rawSlice = nil
                 $0.rawSliceIsStringLiteral = false
@@ -90,7 +94,7 @@ public struct RealtimeEvent: Sendable {
     private struct Fields: Sendable {
         var channel: ChannelID?
         var name: String
-        /// `data`, unless `lazyData` holds it.
+        /// `data`, unless `isLazy`.
         var storedData: JSONValue
         /// `nil` means `[data]`: most events carry one value, and need no array until asked.
         var storedArguments: [JSONValue]?
@@ -103,11 +107,11 @@ public struct RealtimeEvent: Sendable {
         var dialectMetadata: [String: String] = [:]
         var ackToken: AckToken?
         var ack: AckResponder?
-        /// Set when the payload is the JSON text in `rawData` or `rawSlice`, parsed on first read and kept
-        /// here. The parse happens under the lock so that concurrent first readers parse once.
-        var lazyData: Locked<JSONValue?>?
+        /// The payload is the JSON text in `rawData` or `rawSlice`, parsed on first read into the box's
+        /// locked slot. The parse happens under the lock so that concurrent first readers parse once.
+        var isLazy = false
         /// The lazy text is a Socket.IO event array: the arguments are its elements after the name, and
-        /// `lazyData` keeps them as an `.array`.
+        /// the slot keeps them as an `.array`.
         var lazyArgumentsFollowName = false
         /// Told whether the lazy payload was read: on its first parse, or when the event goes away unread.
         var readWatch: PayloadReadWatch?
@@ -119,66 +123,118 @@ public struct RealtimeEvent: Sendable {
             return (try? JSONValue.parse(rawSlice.utf8))?.stringValue.map { $0[...] } ?? rawSlice
         }
 
-        var currentData: JSONValue {
-            guard let lazyData else { return storedData }
-            let value = parse(lazyData)
-            return lazyArgumentsFollowName ? (value.arrayValue?.first ?? .null) : value
-        }
-
-        var currentArguments: [JSONValue] {
-            if let storedArguments { return storedArguments }
-            if let lazyData, lazyArgumentsFollowName { return parse(lazyData).arrayValue ?? [] }
-            return [currentData]
-        }
-
-        /// Makes the lazy payload stored values, before a change that would not keep it.
-        mutating func materialize() {
-            guard lazyData != nil else { return }
-            if lazyArgumentsFollowName { storedArguments = currentArguments }
-            storedData = currentData
-            lazyData = nil
-            lazyArgumentsFollowName = false
-        }
-
         /// The payload text parsed (the arguments after the name for a Socket.IO event), or a `.string` of
         /// the text when it is not JSON.
-        private func parse(_ lazyData: Locked<JSONValue?>) -> JSONValue {
-            var first = false
-            let value = lazyData.withLock { parsed in
-                if let parsed { return parsed }
-                first = true
-                let text = rawSliceText ?? rawData.map { $0[...] } ?? ""
-                var value = (try? JSONValue.parse(text.utf8)) ?? .string(String(text))
-                if lazyArgumentsFollowName {
-                    var elements = value.arrayValue ?? []
-                    value = .null  // `elements` is then the array's only owner: the name goes in place
-                    if !elements.isEmpty { elements.removeFirst() }
-                    value = .array(elements)
-                }
-                parsed = value
-                return value
+        func parsePayloadText() -> JSONValue {
+            let text = rawSliceText ?? rawData.map { $0[...] } ?? ""
+            var value = (try? JSONValue.parse(text.utf8)) ?? .string(String(text))
+            if lazyArgumentsFollowName {
+                var elements = value.arrayValue ?? []
+                value = .null  // `elements` is then the array's only owner: the name goes in place
+                if !elements.isEmpty { elements.removeFirst() }
+                value = .array(elements)
             }
-            if first { readWatch?.noteRead() }
             return value
         }
     }
 
-    private final class Box: Sendable {
-        let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
+    /// The fields, and beside them under a mutex the payload parsed from its text (`nil` until first read),
+    /// all in one allocation: an event nobody reads costs one `malloc`, where a box and a separate lock for
+    /// the lazy payload took two. A lock wrapper like ``Locked``, not generic so that its copies and its
+    /// `deinit` are compiled for `Fields` (a generic one measured slower than the `malloc` it saved).
+    /// `fields` never changes after `init`, so it is read without the lock; the parsed slot only under it.
+    private struct Box: @unchecked Sendable {
+        private let storage: BoxStorage
 
-        deinit {
-            // The last copy of a watched event is gone: was its payload ever read?
-            if let watch = fields.readWatch, let lazyData = fields.lazyData, lazyData.withLock({ $0 == nil }) {
-                watch.noteUnread()
+        init(_ fields: Fields, parsed: JSONValue? = nil) {
+            storage = BoxStorage.make(BoxStorage.Header(fields: fields, parsed: parsed))
+        }
+
+        /// Read in place: a copy of `Fields` would retain every reference in it. The header never moves,
+        /// and `storage` keeps it alive while the caller holds this box.
+        var fields: Fields {
+            unsafeAddress {
+                storage.withUnsafeMutablePointerToHeader { UnsafePointer($0).pointer(to: \.fields)! }
+            }
+        }
+
+        /// Runs `body` with the parsed slot. Never call out to user code from `body`.
+        func withParsed<Result>(_ body: (inout JSONValue?) -> Result) -> Result {
+            storage.withUnsafeMutablePointers { header, mutex in
+                pthread_mutex_lock(mutex)
+                defer { pthread_mutex_unlock(mutex) }
+                return body(&header.pointee.parsed)
             }
         }
     }
 
-    private mutating func update(_ change: (inout Fields) -> Void) {
+    private final class BoxStorage: ManagedBuffer<BoxStorage.Header, pthread_mutex_t> {
+        struct Header {
+            let fields: Fields
+            var parsed: JSONValue?
+        }
+
+        static func make(_ header: Header) -> BoxStorage {
+            let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in header }, to: BoxStorage.self)
+            storage.withUnsafeMutablePointerToElements { mutex in
+                mutex.initialize(to: pthread_mutex_t())
+                pthread_mutex_init(mutex, nil)
+            }
+            return storage
+        }
+
+        deinit {
+            // The last copy of a watched event is gone: was its payload ever read? (No other reference is
+            // left, so the slot is read without the lock.)
+            let unread = withUnsafeMutablePointerToHeader { $0.pointee.fields.isLazy && $0.pointee.parsed == nil }
+            if unread, let watch = withUnsafeMutablePointerToHeader({ $0.pointee.fields.readWatch }) {
+                watch.noteUnread()
+            }
+            withUnsafeMutablePointerToElements { mutex in
+                pthread_mutex_destroy(mutex)
+                mutex.deinitialize(count: 1)
+            }
+        }
+    }
+
+    private var currentData: JSONValue {
+        guard box.fields.isLazy else { return box.fields.storedData }
+        let value = parsedPayload()
+        return box.fields.lazyArgumentsFollowName ? (value.arrayValue?.first ?? .null) : value
+    }
+
+    private var currentArguments: [JSONValue] {
+        if let storedArguments = box.fields.storedArguments { return storedArguments }
+        if box.fields.isLazy, box.fields.lazyArgumentsFollowName { return parsedPayload().arrayValue ?? [] }
+        return [currentData]
+    }
+
+    /// The lazy payload, parsed by the first reader of any copy sharing this box.
+    private func parsedPayload() -> JSONValue {
+        var first = false
+        let value = box.withParsed { parsed in
+            if let parsed { return parsed }
+            first = true
+            let value = box.fields.parsePayloadText()
+            parsed = value
+            return value
+        }
+        if first { box.fields.readWatch?.noteRead() }
+        return value
+    }
+
+    /// Makes a new box with `change` applied to the fields. `materializing` first makes a lazy payload
+    /// stored values, for a change that would not keep it; otherwise a payload already parsed stays parsed.
+    private mutating func update(materializing: Bool = false, _ change: (inout Fields) -> Void) {
         var fields = box.fields
+        if materializing, fields.isLazy {
+            if fields.lazyArgumentsFollowName { fields.storedArguments = currentArguments }
+            fields.storedData = currentData
+            fields.isLazy = false
+            fields.lazyArgumentsFollowName = false
+        }
         change(&fields)
-        box = Box(fields)
+        box = Box(fields, parsed: fields.isLazy ? box.withParsed { $0 } : nil)
     }
 
     /// An event as a dialect (or a test) builds it; `arguments` defaults to `[data]`.
@@ -201,7 +257,7 @@ public struct RealtimeEvent: Sendable {
     @_spi(DialectAuthoring) public init(channel: ChannelID?, name: String, json text: String,
                                         ackToken: AckToken? = nil) {
         box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawData: text,
-                         ackToken: ackToken, lazyData: Locked(nil)))
+                         ackToken: ackToken, isLazy: true))
     }
 
     /// An event whose payload text is the content of `literal`, a JSON string literal as it arrived (Pusher's
@@ -209,21 +265,21 @@ public struct RealtimeEvent: Sendable {
     /// handled as `init(channel:name:json:ackToken:)` handles its text.
     package init(channel: ChannelID?, name: String, jsonInStringLiteral literal: Substring) {
         box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawSlice: literal,
-                         rawSliceIsStringLiteral: true, lazyData: Locked(nil)))
+                         rawSliceIsStringLiteral: true, isLazy: true))
     }
 
     /// A Socket.IO event whose arguments are the elements after the name in `array`, the event's checked
     /// JSON text: parsed on first read of `data` or `arguments`; `rawData` is `array`.
     package init(channel: ChannelID?, name: String, argumentsAfterNameIn array: Substring, ackToken: AckToken?) {
         box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawSlice: array,
-                         ackToken: ackToken, lazyData: Locked(nil), lazyArgumentsFollowName: true))
+                         ackToken: ackToken, isLazy: true, lazyArgumentsFollowName: true))
     }
 
     /// `init(channel:name:json:ackToken:)` for JSON text that is a slice of what arrived (Action Cable's
     /// `message`): neither parsed nor copied until read.
     package init(channel: ChannelID?, name: String, jsonSlice text: Substring, ackToken: AckToken? = nil) {
         box = Box(Fields(channel: channel, name: name, storedData: .null, storedArguments: nil, rawSlice: text,
-                         ackToken: ackToken, lazyData: Locked(nil)))
+                         ackToken: ackToken, isLazy: true))
     }
 
     /// This event, telling `watch` whether its deferred payload is read: on the first read, or when the
@@ -241,11 +297,11 @@ public struct RealtimeEvent: Sendable {
     }
 
     /// Whether the payload was handed over as text (read or not), without taking its lock.
-    package var hasDeferredPayload: Bool { box.fields.lazyData != nil }
+    package var hasDeferredPayload: Bool { box.fields.isLazy }
 
     /// Whether `data` is at hand without a parse: false only for JSON text no one has read yet.
     package var isPayloadParsed: Bool {
-        box.fields.lazyData?.withLock { $0 != nil } ?? true
+        !box.fields.isLazy || box.withParsed { $0 != nil }
     }
 
     /// Decodes `data` into `T` with `JSONDecoder`.

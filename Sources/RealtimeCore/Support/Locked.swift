@@ -6,12 +6,13 @@ import Glibc
 import Musl
 #endif
 
-/// A value guarded by a mutex. The only `@unchecked Sendable` type in the package:
-/// every access goes through `withLock`, so the value is never touched by two threads at once.
+/// A value guarded by a mutex. One of the package's two `@unchecked Sendable` types, both lock wrappers
+/// (the other is `RealtimeEvent`'s box: constant fields beside a mutex-guarded parsed payload): every
+/// access goes through `withLock`, so the value is never touched by two threads at once.
 ///
 /// Copies share one lock and value, as a class reference would. The value and the mutex live in one
 /// allocation (the mutex tail-allocated, so its address never moves): one `malloc` per lock, where a
-/// class with a separately allocated mutex took two, and events create a lock each (lazily parsed payloads).
+/// class with a separately allocated mutex took two.
 package struct Locked<Value>: @unchecked Sendable {
     private let storage: LockedStorage<Value>
 
