@@ -146,11 +146,10 @@
         case .string("welcome"):
             welcome(envelope, actions: &actions)
         case .string("confirm_subscription"):
-            confirm(subscription(envelope.rawSlice(of: "identifier"), in: envelope).map { subscriptions[$0].key },
-                    actions: &actions)
+            confirm(subscription(envelope.rawSlice(of: "identifier"), in: envelope), actions: &actions)
         case .string("reject_subscription"):
-            reject(subscription(envelope.rawSlice(of: "identifier"), in: envelope).map { subscriptions[$0].key },
-                   frame: envelope.document, actions: &actions)
+            reject(subscription(envelope.rawSlice(of: "identifier"), in: envelope), frame: envelope.document,
+                   actions: &actions)
         case .string("disconnect"):
             disconnect(envelope, actions: &actions)
         case nil, .null?:
@@ -167,25 +166,26 @@
         actions.append(.connected(id: members["sid"]?.stringValue))
     }
 
-    private mutating func confirm(_ identifier: Substring?, actions: inout [DialectAction]) {
-        guard let identifier, var subscription = subscriptions[identifier] else {
+    private mutating func confirm(_ found: [Substring: Subscription].Index?, actions: inout [DialectAction]) {
+        guard let found else {
             actions.append(.log(.debug, "confirm_subscription for an identifier this session does not hold"))
             return
         }
+        let subscription = subscriptions.values[found]
         // A confirm while settling answers the subscribe that came before the unsubscribe: not ours.
         guard case .pending = subscription.phase else { return }
-        subscription.phase = .confirmed
-        subscriptions[identifier] = subscription
+        subscriptions.values[found].phase = .confirmed
         actions.append(.cancelTimer(Self.guarantorTimer(subscription.channel)))
         actions.append(.subscribed(subscription.channel, recovered: nil))
     }
 
-    private mutating func reject(_ identifier: Substring?, frame: JSONValue, actions: inout [DialectAction]) {
-        guard let identifier, let subscription = subscriptions[identifier], subscription.phase != .settling else {
+    private mutating func reject(_ found: [Substring: Subscription].Index?, frame: JSONValue,
+                                 actions: inout [DialectAction]) {
+        guard let found, subscriptions.values[found].phase != .settling else {
             actions.append(.log(.debug, "reject_subscription for an identifier this session does not hold"))
             return
         }
-        subscriptions[identifier] = nil
+        let subscription = subscriptions.remove(at: found).value
         actions.append(.cancelTimer(Self.guarantorTimer(subscription.channel)))
         actions.append(.subscriptionFailed(subscription.channel, RealtimeError(
             .subscriptionRejected, "the server rejected the subscription to \(subscription.channel)",

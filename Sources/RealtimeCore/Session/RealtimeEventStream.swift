@@ -70,10 +70,15 @@ final class EventStreamBuffer: Sendable {
         /// Keeps a copy of `event`, which the consumer takes; returns the taken events to retire once
         /// there are enough of them.
         mutating func noteTaken(_ event: RealtimeEvent) -> Retired? {
-            taken.append(event)
-            takenBytes += event.rawByteCount
+            keepTaken(event)
             guard taken.count >= EventStreamBuffer.retireBatch else { return nil }
             return takeTaken()
+        }
+
+        /// Keeps a copy of `event` until the taken events are retired.
+        mutating func keepTaken(_ event: RealtimeEvent) {
+            taken.append(event)
+            takenBytes += event.rawByteCount
         }
 
         mutating func takeTaken() -> Retired {
@@ -166,8 +171,7 @@ final class EventStreamBuffer: Sendable {
             if state.finished { return .dropped }
             if !state.waiters.isEmpty {
                 // Kept like a taken event: the consumer retires it, if not alone, when it next waits.
-                state.taken.append(event)
-                state.takenBytes += cost.bytes
+                state.keepTaken(event)
                 return .toConsumer(state.waiters.removeFirst())
             }
             state.events.append(event)

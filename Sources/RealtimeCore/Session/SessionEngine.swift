@@ -22,6 +22,14 @@ final class SessionEngine: Sendable {
         /// engine has handled its disconnect).
         var closeWaiters: [OperationID: (pending: Set<UInt64>?, resume: @Sendable () -> Void)] = [:]
 
+        /// Takes the armed clock timer, for the caller to cancel outside the lock, and makes any callback of
+        /// it (or of an arming still on its way) stale.
+        mutating func disarmTimer() -> (any ScheduledTimer)? {
+            timerGeneration += 1
+            defer { armedTimer = nil }
+            return armedTimer
+        }
+
         /// Forgets `connection` for the close waiters; returns those it was the last one for.
         mutating func connectionClosed(_ connection: UInt64) -> [@Sendable () -> Void] {
             guard !closeWaiters.isEmpty else { return [] }
@@ -260,9 +268,7 @@ final class SessionEngine: Sendable {
                 let deadline = clock.now() + delay
                 let rearm = io.withLock { io -> (replaced: (any ScheduledTimer)?, generation: UInt64)? in
                     guard io.timers.schedule(timer, serial: serial, at: deadline) != nil else { return nil }
-                    io.timerGeneration += 1
-                    defer { io.armedTimer = nil }
-                    return (io.armedTimer, io.timerGeneration)
+                    return (io.disarmTimer(), io.timerGeneration)
                 }
                 if let rearm {
                     rearm.replaced?.cancel()
@@ -271,9 +277,7 @@ final class SessionEngine: Sendable {
             case .cancel(let timer):
                 let disarmed = io.withLock { io -> (any ScheduledTimer)? in
                     guard io.timers.cancel(timer) else { return nil }
-                    io.timerGeneration += 1
-                    defer { io.armedTimer = nil }
-                    return io.armedTimer
+                    return io.disarmTimer()
                 }
                 disarmed?.cancel()
             case .work(let connection, let work):
@@ -497,9 +501,7 @@ final class SessionEngine: Sendable {
         submit(.disconnect())
         let armed = io.withLock { io -> (any ScheduledTimer)? in
             io.timers.removeAll()
-            io.timerGeneration += 1
-            defer { io.armedTimer = nil }
-            return io.armedTimer
+            return io.disarmTimer()
         }
         armed?.cancel()
     }
