@@ -41,7 +41,8 @@ final class RailsCableServer: Sendable {
 
     /// Starts puma and waits until `GET /health` answers (at most `timeout`). With `tls`, puma also binds a
     /// TLS port (``tlsPort``) serving that leaf certificate.
-    static func start(timeout: Duration = .seconds(60), tls: ChaosCertificates? = nil) async throws -> RailsCableServer {
+    static func start(timeout: Duration = .seconds(60), tls: ChaosCertificates? = nil,
+                      attempts: Int = 3) async throws -> RailsCableServer {
         guard let puma = executable("puma") else { throw ActionCableLiveError("puma not found") }
         let port = try freePort()
         var tlsPort: UInt16?
@@ -62,6 +63,10 @@ final class RailsCableServer: Sendable {
         let deadline = clock.now + timeout
         while clock.now < deadline {
             if server.hasExited {
+                // Another process took a port between the pick and puma's bind: pick again.
+                if server.log.contains("EADDRINUSE"), attempts > 1 {
+                    return try await start(timeout: timeout, tls: tls, attempts: attempts - 1)
+                }
                 throw ActionCableLiveError("puma exited during start-up: \(server.log.suffix(2_000))")
             }
             if let reply = try? server.request("GET", "/health"), reply.status == 200 { return server }
@@ -163,21 +168,8 @@ final class RailsCableServer: Sendable {
         return address
     }
 
-    /// A port the kernel just handed out on 127.0.0.1 (released again for puma to bind).
-    private static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ActionCableLiveError("socket() failed") }
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw ActionCableLiveError("could not find a free port") }
-        return UInt16(bigEndian: address.sin_port)
-    }
+    /// A free port for puma to bind (see ``LoopbackPorts``).
+    private static func freePort() throws -> UInt16 { try LoopbackPorts.pick() }
 
     static func executable(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"

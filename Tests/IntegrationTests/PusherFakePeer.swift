@@ -59,12 +59,21 @@ final class PusherFakeServer: Sendable {
     /// speaks wss only.
     static func start(tls: ChaosCertificates? = nil) async throws -> PusherFakeServer {
         if let reason = unavailableReason { throw PusherFakeError(reason) }
-        let wsPort = try freePort()
-        var httpPort = try freePort()
-        while httpPort == wsPort { httpPort = try freePort() }
-        let server = PusherFakeServer(wsPort: wsPort, httpPort: httpPort, tls: tls)
-        try await server.launch()
-        return server
+        var attempt = 1
+        while true {
+            let wsPort = try freePort()
+            var httpPort = try freePort()
+            while httpPort == wsPort { httpPort = try freePort() }
+            let server = PusherFakeServer(wsPort: wsPort, httpPort: httpPort, tls: tls)
+            do {
+                try await server.launch()
+                return server
+            } catch where attempt < 3 {
+                // Most likely another process took a port between the pick and the bind: pick again.
+                print("pusher-fake start attempt \(attempt) failed, retrying on other ports: \(error)")
+                attempt += 1
+            }
+        }
     }
 
     /// The lines pusher-fake printed (ready lines and errors), for failure messages.
@@ -127,24 +136,8 @@ final class PusherFakeServer: Sendable {
         for _ in 0..<500 where process.isRunning { usleep(10_000) }
     }
 
-    /// A port the kernel just handed out on 127.0.0.1 (released again for the peer to bind).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw PusherFakeError("socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw PusherFakeError("could not find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    /// A free port for a peer process to bind (see ``LoopbackPorts``).
+    static func freePort() throws -> Int { Int(try LoopbackPorts.pick()) }
 }
 
 /// The app's side, in the official `pusher` server SDK: `Tests/Fixtures/pusher-fake/sdk.py` triggers events
