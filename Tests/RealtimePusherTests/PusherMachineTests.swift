@@ -183,6 +183,24 @@ struct PusherMachineTests {
         #expect(actions.reportedErrors.map(\.code) == [.serverError])
         #expect(actions.reportedErrors.first?.context.closeCode == 4301)
     }
+
+    @Test("command frames are the serializer's text of {event, data}, for both vendors and escaped names")
+    func commandFramesMatchTheSerializer() {
+        let data: [JSONValue] = [
+            .object(["channel": .string("news")]),
+            .object(["channel": .string("presence-\"quoted\"\\/é\u{1}"), "auth": .string("k:sig"),
+                     "channel_data": .string(#"{"user_id":"1"}"#)]),
+            .string("text"), .null, .object([:]),
+        ]
+        for vendor in [PusherVendor.pusher, .bird] {
+            for name in ["subscribe", "unsubscribe", "sign\"in"] {
+                for value in data {
+                    let expected = JSONValue.object(["event": .string(vendor.systemPrefix + name), "data": value])
+                    #expect(vendor.frame(name, data: value) == .text(expected.serialized()))
+                }
+            }
+        }
+    }
 }
 
 @Suite("Pusher machine: subscriptions and auth")
@@ -280,6 +298,9 @@ struct PusherSubscriptionTests {
     func channelLessError() async {
         var driver = PusherDriver()
         driver.establish()
+        // Asked first but answered: never the one a channel-less error is about.
+        driver.handle(.subscribe("answered"))
+        _ = driver.receive(#"{"event":"pusher_internal:subscription_succeeded","channel":"answered","data":"{}"}"#)
         _ = await driver.runWork(driver.handle(.subscribe("private-a")))
         _ = await driver.runWork(driver.handle(.subscribe("private-b")))
         driver.handle(.subscribe("news"))

@@ -90,7 +90,16 @@ public struct PusherVendor: Sendable, Hashable {
 
     /// The frame `<prefix><name>` carrying `data` (`subscribe`, `unsubscribe`, `signin`).
     func frame(_ name: String, data: JSONValue) -> TransportFrame {
-        .text(JSONValue.object(["event": .string(systemPrefix + name), "data": data]).serialized())
+        // The serializer's text for {"event", "data"} (keys sorted), written without building that object:
+        // a reconnect sends one per channel.
+        var text: [UInt8] = []
+        text.reserveCapacity(64)
+        text.append(contentsOf: #"{"data":"#.utf8)
+        data.write(into: &text)
+        text.append(contentsOf: #","event":"#.utf8)
+        JSONValue.string(systemPrefix + name).write(into: &text)
+        text.append(UInt8(ascii: "}"))
+        return .text(String(decoding: text, as: UTF8.self))
     }
 
     /// The string an auth signature covers for `channel` (`<id>:<channel>[:<identity>]`).

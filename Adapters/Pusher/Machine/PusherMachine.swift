@@ -32,6 +32,8 @@ import Foundation
         var phase: Phase
         /// The presence identity sent with the subscribe, kept to tell the app who it is.
         var channelData: String?
+        /// When its `subscribe` went out, in the order of this connection's subscribes.
+        var asked: UInt64 = 0
     }
 
     private let vendor: PusherVendor
@@ -49,8 +51,8 @@ import Foundation
     private var payloadParsing = PayloadParsing()
     /// Kept as text while payloads are deferred: an app event's `data` literal is decoded only when read.
     private static let deferredMembers = ["data"]
-    /// Channels whose `subscribe` went out and is unanswered, oldest first.
-    private var awaitingAnswer: [String] = []
+    /// Counts the `subscribe` frames sent, to find the oldest unanswered one (``oldestAwaitingAnswer``).
+    private var subscribesSent: UInt64 = 0
     /// The last serial given to authorization work (subscriptions, sign-in, fresh keys share it).
     private var serial: UInt64 = 0
     private var signIn: PusherSignInMachine
@@ -93,9 +95,9 @@ import Foundation
             end = .reconnectImmediately
         }
         connectionID = nil
-        subscriptions = [:]
+        // Kept allocated: the next connection re-joins as many channels.
+        subscriptions.removeAll(keepingCapacity: true)
         encrypted.forgetAll()
-        awaitingAnswer = []
         signIn.connectionEnded()
         decidedEnd = nil
         return end
@@ -264,13 +266,12 @@ import Foundation
                                                 actions: inout [DialectAction]) {
         guard let name else { return }
         if name == signIn.userChannel { return }
-        guard var subscription = subscriptions[name], subscription.phase == .subscribing else {
+        guard let index = subscriptions.index(forKey: name), subscriptions.values[index].phase == .subscribing else {
             actions.append(.log(.debug, "subscription_succeeded for \(name), which this session is not joining"))
             return
         }
-        subscription.phase = .subscribed
-        subscriptions[name] = subscription
-        awaitingAnswer.removeAll { $0 == name }
+        subscriptions.values[index].phase = .subscribed
+        let subscription = subscriptions.values[index]
         var delivered = data
         if name.hasPrefix("presence-") {
             delivered = presenceSnapshot(data, channelData: subscription.channelData)
@@ -280,6 +281,12 @@ import Foundation
         actions.append(.deliver(RealtimeEvent(channel: subscription.channel,
                                               name: vendor.systemPrefix + "subscription_succeeded", data: delivered,
                                               rawData: raw)))
+    }
+
+    /// The subscription whose `subscribe` went out first and is still unanswered: the one a channel-less refusal
+    /// is about. A scan, on that rare path only, so that answers cost no bookkeeping.
+    private var oldestAwaitingAnswer: Subscription? {
+        subscriptions.values.lazy.filter { $0.phase == .subscribing }.min { $0.asked < $1.asked }
     }
 
     /// `{presence: {ids, hash, count}}` with ids as strings, plus `me`: this client's id from its identity.
@@ -302,7 +309,7 @@ import Foundation
     private mutating func subscriptionError(channel name: String?, data: JSONValue, raw: String?,
                                             actions: inout [DialectAction]) {
         let target = name.flatMap { subscriptions[$0] }
-            ?? (name == nil ? awaitingAnswer.first.flatMap { subscriptions[$0] } : nil)
+            ?? (name == nil ? oldestAwaitingAnswer : nil)
         let detail = data["error"]?.stringValue ?? data["message"]?.stringValue
         guard let subscription = target else {
             // Nothing of ours to fail (left meanwhile, or never asked): still an event and an error.
@@ -337,9 +344,10 @@ import Foundation
             return
         }
         // Pusher refuses a subscription with a channel-less error without a code: blame the oldest waiting one.
-        if channel == nil, code == nil, let oldest = awaitingAnswer.first, let subscription = subscriptions[oldest] {
+        if channel == nil, code == nil, let subscription = oldestAwaitingAnswer {
             fail(subscription.channel, RealtimeError(
-                .subscriptionRejected, "\(vendor.displayName) refused the subscription to \(oldest): \(message)",
+                .subscriptionRejected,
+                "\(vendor.displayName) refused the subscription to \(subscription.channel.name): \(message)",
                 context: .init(serverPayload: data, channel: subscription.channel)), serverData: data, actions: &actions)
             return
         }
@@ -359,7 +367,6 @@ import Foundation
                                actions: inout [DialectAction]) {
         subscriptions[channel.name] = nil
         encrypted.forget(channel.name)
-        awaitingAnswer.removeAll { $0 == channel.name }
         var payload: [String: JSONValue] = [
             "type": .string(error.code == .subscriptionRejected ? "SubscriptionError" : "AuthError"),
             "error": .string(error.message),
@@ -457,9 +464,10 @@ import Foundation
 
     private mutating func sendSubscribe(_ channel: ChannelID, auth: String?, channelData: String?,
                                         sharedKey: SecretBytes? = nil, actions: inout [DialectAction]) {
-        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData)
+        subscribesSent += 1
+        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData,
+                                                   asked: subscribesSent)
         if let sharedKey { encrypted.keyed(channel.name, key: sharedKey) }
-        awaitingAnswer.append(channel.name)
         var data: [String: JSONValue] = ["channel": .string(channel.name)]
         if let auth { data["auth"] = .string(auth) }
         if let channelData { data[vendor.subscribeIdentityKey] = .string(channelData) }
@@ -469,7 +477,6 @@ import Foundation
     private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
         guard let subscription = subscriptions.removeValue(forKey: channel.name) else { return }
         encrypted.forget(channel.name)
-        awaitingAnswer.removeAll { $0 == channel.name }
         // Still authorizing: nothing reached the server; the late answer is dropped.
         if case .authorizing = subscription.phase { return }
         actions.append(.send(vendor.frame("unsubscribe", data: .object(["channel": .string(channel.name)]))))
