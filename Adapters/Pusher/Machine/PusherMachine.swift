@@ -22,9 +22,15 @@ import Foundation
     private enum Phase: Equatable {
         /// Waiting for the authorizer's answer to request `serial`.
         case authorizing(serial: UInt64)
-        /// `subscribe` sent, no answer yet.
-        case subscribing
+        /// `subscribe` sent, no answer yet; `asked` orders the subscribes of this connection.
+        case subscribing(asked: UInt64)
         case subscribed
+
+        /// The order of an unanswered `subscribe`, or nil.
+        var asked: UInt64? {
+            if case .subscribing(let asked) = self { return asked }
+            return nil
+        }
     }
 
     private struct Subscription {
@@ -32,8 +38,6 @@ import Foundation
         var phase: Phase
         /// The presence identity sent with the subscribe, kept to tell the app who it is.
         var channelData: String?
-        /// When its `subscribe` went out, in the order of this connection's subscribes.
-        var asked: UInt64 = 0
     }
 
     private let vendor: PusherVendor
@@ -266,7 +270,7 @@ import Foundation
                                                 actions: inout [DialectAction]) {
         guard let name else { return }
         if name == signIn.userChannel { return }
-        guard let index = subscriptions.index(forKey: name), subscriptions.values[index].phase == .subscribing else {
+        guard let index = subscriptions.index(forKey: name), subscriptions.values[index].phase.asked != nil else {
             actions.append(.log(.debug, "subscription_succeeded for \(name), which this session is not joining"))
             return
         }
@@ -286,7 +290,12 @@ import Foundation
     /// The subscription whose `subscribe` went out first and is still unanswered: the one a channel-less refusal
     /// is about. A scan, on that rare path only, so that answers cost no bookkeeping.
     private var oldestAwaitingAnswer: Subscription? {
-        subscriptions.values.lazy.filter { $0.phase == .subscribing }.min { $0.asked < $1.asked }
+        var oldest: (asked: UInt64, subscription: Subscription)?
+        for subscription in subscriptions.values {
+            guard let asked = subscription.phase.asked, asked < oldest?.asked ?? .max else { continue }
+            oldest = (asked, subscription)
+        }
+        return oldest?.subscription
     }
 
     /// `{presence: {ids, hash, count}}` with ids as strings, plus `me`: this client's id from its identity.
@@ -465,8 +474,8 @@ import Foundation
     private mutating func sendSubscribe(_ channel: ChannelID, auth: String?, channelData: String?,
                                         sharedKey: SecretBytes? = nil, actions: inout [DialectAction]) {
         subscribesSent += 1
-        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing, channelData: channelData,
-                                                   asked: subscribesSent)
+        subscriptions[channel.name] = Subscription(channel: channel, phase: .subscribing(asked: subscribesSent),
+                                                   channelData: channelData)
         if let sharedKey { encrypted.keyed(channel.name, key: sharedKey) }
         var data: [String: JSONValue] = ["channel": .string(channel.name)]
         if let auth { data["auth"] = .string(auth) }
