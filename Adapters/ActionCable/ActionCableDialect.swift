@@ -49,7 +49,9 @@ public struct ActionCableDialect: RealtimeDialect {
     /// a `subscribe` can lose its race with an `unsubscribe` and get no answer at all, and an unknown
     /// channel is never answered either.
     public struct SubscriptionGuarantor: Sendable, Hashable {
-        /// Time between two `subscribe` frames for the same identifier while no answer came.
+        /// Time between two ticks of the guarantor's one timer, which runs while any `subscribe` is
+        /// unanswered. A tick resends each `subscribe` that has waited at least this long: the first resend
+        /// comes one to two intervals after the first send, the later ones one interval apart.
         public var interval: Duration
         /// `subscribe` frames sent in all (the first included) before the channel fails with `.timedOut`.
         public var maximumAttempts: Int

@@ -8,15 +8,19 @@
 ///   text, without decoding it. Broadcasts are delivered while the subscription is still pending.
 /// - A broadcast is delivered under the name read from its message (``ActionCableDialect/eventNameKeys``),
 ///   `"message"` when none names it; its `data` is the whole message, kept as text (checked) until read.
-/// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`.
+/// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`. One
+///   timer serves every channel, as in Rails' own client: it ticks once per interval while any subscribe is
+///   unanswered, and a tick resends those that have waited a whole interval (a subscribe sent between two
+///   ticks is first resent at the second), so a reconnect arms one timer, not one per channel.
 /// - A `subscribe` right after an `unsubscribe` of the same identifier waits one guarantor interval,
 ///   because Rails may run the two out of order and lose the subscribe.
 @_spi(DialectAuthoring) public struct ActionCableMachine: DialectMachine {
     private enum Phase: Equatable {
         /// Waiting for the settle delay after an `unsubscribe` of the same identifier.
         case settling
-        /// `subscribe` sent `attempts` times, no answer yet.
-        case pending(attempts: Int)
+        /// `subscribe` sent `attempts` times, no answer yet; the last one went out after guarantor tick
+        /// `sentAfterTick` (``guarantorTicks``).
+        case pending(attempts: Int32, sentAfterTick: UInt32)
         case confirmed
     }
 
@@ -55,6 +59,10 @@
     /// Identifier literals unsubscribed on this connection less than one guarantor interval ago.
     private var settling: Set<Substring> = []
     private var welcomed = false
+    /// Guarantor ticks so far (starts at 1, so that "sent at the tick before" can be written).
+    private var guarantorTicks: UInt32 = 1
+    /// Whether the guarantor's timer runs (``guarantorTimer``): while any subscribe is unanswered.
+    private var guarantorArmed = false
     /// How the connection must end, decided by a frame (`disconnect`) or the handshake (subprotocol).
     private var decidedEnd: ConnectionEnd?
 
@@ -91,6 +99,7 @@
         let end = decidedEnd ?? classify(closure)
         subscriptions.removeAll(keepingCapacity: true)  // the next connection subscribes as many again
         settling = []
+        guarantorArmed = false  // the engine cancels a dialect's timers with its connection
         welcomed = false
         decidedEnd = nil
         return end
@@ -175,7 +184,6 @@
         // A confirm while settling answers the subscribe that came before the unsubscribe: not ours.
         guard case .pending = subscription.phase else { return }
         subscriptions.values[found].phase = .confirmed
-        actions.append(.cancelTimer(Self.guarantorTimer(subscription.channel)))
         actions.append(.subscribed(subscription.channel, recovered: nil))
     }
 
@@ -186,7 +194,6 @@
             return
         }
         let subscription = subscriptions.remove(at: found).value
-        actions.append(.cancelTimer(Self.guarantorTimer(subscription.channel)))
         actions.append(.subscriptionFailed(subscription.channel, RealtimeError(
             .subscriptionRejected, "the server rejected the subscription to \(subscription.channel)",
             context: .init(serverPayload: frame, channel: subscription.channel))))
@@ -330,20 +337,26 @@
             subscriptions[identifier] = Subscription(channel: channel, phase: .settling)
             return
         }
-        sendSubscribe(identifier, channel: channel, attempts: 1, actions: &actions)
+        sendSubscribe(identifier, channel: channel, actions: &actions)
     }
 
-    private mutating func sendSubscribe(_ identifier: Substring, channel: ChannelID, attempts: Int,
-                                        actions: inout [DialectAction]) {
-        subscriptions[identifier] = Subscription(channel: channel, phase: .pending(attempts: attempts))
+    /// Sends a first `subscribe`; the guarantor resends it after one to two ticks (exactly one when this
+    /// send starts the guarantor's timer).
+    private mutating func sendSubscribe(_ identifier: Substring, channel: ChannelID, actions: inout [DialectAction]) {
+        var sentAfterTick = guarantorTicks
+        if !guarantorArmed {
+            guarantorArmed = true
+            actions.append(.startTimer(Self.guarantorTimer, after: guarantor.interval))
+            sentAfterTick &-= 1  // sent on a tick of its own: due at the next one
+        }
+        subscriptions[identifier] = Subscription(channel: channel,
+                                                 phase: .pending(attempts: 1, sentAfterTick: sentAfterTick))
         actions.append(.send(ActionCableCommand.subscribe(identifier)))
-        actions.append(.startTimer(Self.guarantorTimer(channel), after: guarantor.interval))
     }
 
     private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
         guard let identifier = try? identifier(for: channel),
               let subscription = subscriptions.removeValue(forKey: identifier) else { return }
-        actions.append(.cancelTimer(Self.guarantorTimer(channel)))
         // Still settling: its subscribe never went out, so there is nothing to undo.
         guard subscription.phase != .settling else { return }
         actions.append(.send(ActionCableCommand.unsubscribe(identifier)))
@@ -369,16 +382,43 @@
 
     // MARK: Timers
 
-    static func guarantorTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: .actionCableGuarantor, channel: channel) }
+    static let guarantorTimer = TimerKey(kind: .actionCableGuarantor)
     static func settleTimer(_ channel: ChannelID) -> TimerKey { TimerKey(kind: .actionCableSettle, channel: channel) }
 
     public mutating func timerFired(_ key: TimerKey, actions: inout [DialectAction]) {
-        guard let channel = key.channel, let identifier = try? identifier(for: channel) else { return }
         switch key.kind {
         case .actionCableGuarantor:
-            guard let subscription = subscriptions[identifier],
-                  case .pending(let attempts) = subscription.phase else { return }
-            if attempts >= guarantor.maximumAttempts {
+            guarantorTick(actions: &actions)
+        case .actionCableSettle:
+            guard let channel = key.channel, let identifier = try? identifier(for: channel) else { return }
+            settling.remove(identifier)
+            if let subscription = subscriptions[identifier], subscription.phase == .settling {
+                sendSubscribe(identifier, channel: subscription.channel, actions: &actions)
+            }
+        default:
+            return
+        }
+    }
+
+    /// Resends every `subscribe` that has waited a whole interval, fails those at the cap, and keeps ticking
+    /// while any is unanswered. Resends go out in identifier order, so that a tick's frames are reproducible.
+    private mutating func guarantorTick(actions: inout [DialectAction]) {
+        guarantorArmed = false
+        guarantorTicks &+= 1
+        var due: [(identifier: Substring, attempts: Int32)] = []
+        var stillPending = false
+        for (identifier, subscription) in subscriptions {
+            guard case .pending(let attempts, let sentAfterTick) = subscription.phase else { continue }
+            if guarantorTicks &- sentAfterTick >= 2 {
+                due.append((identifier, attempts))
+            } else {
+                stillPending = true
+            }
+        }
+        due.sort { $0.identifier < $1.identifier }
+        for (identifier, attempts) in due {
+            guard let channel = subscriptions[identifier]?.channel else { continue }
+            if Int(attempts) >= guarantor.maximumAttempts {
                 subscriptions[identifier] = nil
                 // Take back the last subscribe in case the server handles it after all.
                 actions.append(.send(ActionCableCommand.unsubscribe(identifier)))
@@ -387,15 +427,16 @@
                     .timedOut, "no answer to \(attempts) subscribe commands for \(channel)",
                     context: .init(channel: channel, detail: ActionCableIdentifier.decoded(identifier)))))
             } else {
-                sendSubscribe(identifier, channel: channel, attempts: attempts + 1, actions: &actions)
+                // Sent on this tick: due at the next one.
+                let sentAfterTick = guarantorTicks &- 1
+                subscriptions[identifier]?.phase = .pending(attempts: attempts &+ 1, sentAfterTick: sentAfterTick)
+                actions.append(.send(ActionCableCommand.subscribe(identifier)))
+                stillPending = true
             }
-        case .actionCableSettle:
-            settling.remove(identifier)
-            if let subscription = subscriptions[identifier], subscription.phase == .settling {
-                sendSubscribe(identifier, channel: subscription.channel, attempts: 1, actions: &actions)
-            }
-        default:
-            return
+        }
+        if stillPending {
+            guarantorArmed = true
+            actions.append(.startTimer(Self.guarantorTimer, after: guarantor.interval))
         }
     }
 

@@ -98,7 +98,7 @@ func quoted(_ identifier: String) -> String { JSONValue.string(identifier).seria
 let subscribeEcho42 = #"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}"}"#
 let unsubscribeEcho42 = #"{"command":"unsubscribe","identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}"}"#
 let confirmEcho42 = #"{"identifier":"{\"channel\":\"EchoChannel\",\"room_id\":42}","type":"confirm_subscription"}"#
-let guarantorEcho42 = TimerKey(kind: .actionCableGuarantor, channel: echo42)
+let guarantorEcho42 = TimerKey(kind: .actionCableGuarantor)  // one timer for every channel
 let settleEcho42 = TimerKey(kind: .actionCableSettle, channel: echo42)
 
 @Suite("Action Cable machine")
@@ -136,18 +136,19 @@ struct ActionCableMachineTests {
         #expect(driver.command(.subscribe(echo42)).isEmpty)
     }
 
-    @Test("confirm_subscription subscribes and stops the guarantor; a duplicate or unknown confirm does nothing")
+    @Test("confirm_subscription subscribes; the guarantor's next tick then resends nothing and stops; a duplicate or unknown confirm does nothing")
     func confirm() {
         var driver = MachineDriver()
         driver.connected()
         driver.command(.subscribe(echo42))
         let actions = driver.receive(confirmEcho42)
         #expect(actions.subscribed == [echo42])
-        #expect(actions.cancelledTimers == [guarantorEcho42])
+        #expect(actions.cancelledTimers.isEmpty)  // the shared timer is left to tick once more
         #expect(driver.receive(confirmEcho42).subscribed.isEmpty)
         #expect(driver.receive(#"{"identifier":"{\"channel\":\"Other\"}","type":"confirm_subscription"}"#).subscribed.isEmpty)
-        // The guarantor firing late finds nothing to resend.
-        #expect(driver.fire(guarantorEcho42).sentTexts.isEmpty)
+        let tick = driver.fire(guarantorEcho42)
+        #expect(tick.sentTexts.isEmpty)
+        #expect(tick.startedTimers.isEmpty)
     }
 
     @Test("frames are routed by the exact identifier string; other spellings are dropped")
@@ -411,9 +412,8 @@ struct ActionCableMachineTests {
         #expect(actions.failures.map(\.0) == [reject])
         #expect(actions.failures.first?.1.code == .subscriptionRejected)
         #expect(actions.failures.first?.1.context.channel == reject)
-        #expect(actions.cancelledTimers == [TimerKey(kind: .actionCableGuarantor, channel: reject)])
         #expect(actions.sentTexts.isEmpty)
-        #expect(driver.fire(TimerKey(kind: .actionCableGuarantor, channel: reject)).sentTexts.isEmpty)
+        #expect(driver.fire(guarantorEcho42).sentTexts.isEmpty)
     }
 
     @Test("the guarantor resends subscribe every interval and gives up with .timedOut at the cap")
@@ -435,12 +435,66 @@ struct ActionCableMachineTests {
         #expect(driver.receive(confirmEcho42).subscribed.isEmpty)
     }
 
+    @Test("one guarantor timer for all channels: a subscribe sent between ticks is resent after a whole interval, in identifier order")
+    func guarantorSharedClock() {
+        var driver = MachineDriver(guarantor: .init(interval: .milliseconds(500), maximumAttempts: 3))
+        driver.connected()
+        let first = driver.command(.subscribe(echo42))
+        #expect(first.startedTimers == [guarantorEcho42: .milliseconds(500)])
+        let rooms = (1...3).map { ChannelID("RoomChannel", params: ["id": .integer(Int64($0))]) }
+        let subscribeRoom = { (id: Int) in
+            #"{"command":"subscribe","identifier":"{\"channel\":\"RoomChannel\",\"id\":\#(id)}"}"#
+        }
+        for room in rooms.reversed() {
+            // The timer already runs: no timer per channel.
+            #expect(driver.command(.subscribe(room)).startedTimers.isEmpty)
+        }
+        // First tick: only the subscribe that started the timer has waited a whole interval.
+        let tick1 = driver.fire(guarantorEcho42)
+        #expect(tick1.sentTexts == [subscribeEcho42])
+        #expect(tick1.startedTimers == [guarantorEcho42: .milliseconds(500)])
+        // Second tick: every one, sorted by identifier text.
+        let tick2 = driver.fire(guarantorEcho42)
+        #expect(tick2.sentTexts == [subscribeEcho42] + (1...3).map(subscribeRoom))
+        driver.receive(confirmEcho42)
+        for id in 1...3 {
+            driver.receive(#"{"identifier":"{\"channel\":\"RoomChannel\",\"id\":\#(id)}","type":"confirm_subscription"}"#)
+        }
+        let quiet = driver.fire(guarantorEcho42)
+        #expect(quiet.sentTexts.isEmpty)
+        #expect(quiet.startedTimers.isEmpty)
+        // A later subscribe starts the timer again, and is due at its first tick.
+        let later = ChannelID("RoomChannel", params: ["id": .integer(9)])
+        #expect(driver.command(.subscribe(later)).startedTimers == [guarantorEcho42: .milliseconds(500)])
+        #expect(driver.fire(guarantorEcho42).sentTexts == [subscribeRoom(9)])
+    }
+
+    @Test("a hundred subscribes after a reconnect arm one guarantor timer; a new connection starts it afresh")
+    func guarantorOneTimerPerReconnect() {
+        var driver = MachineDriver()
+        driver.connected()
+        let channels = (0..<100).map { ChannelID("RoomChannel", params: ["id": .integer(Int64($0))]) }
+        var started: [TimerKey: Duration] = [:]
+        for channel in channels { started.merge(driver.command(.subscribe(channel)).startedTimers) { $1 } }
+        #expect(started == [guarantorEcho42: .milliseconds(500)])
+        _ = driver.machine.connectionEnded(TransportClosure(.closedByPeer(code: 1006, reason: "")))
+        driver.connected()
+        started = [:]
+        for channel in channels { started.merge(driver.command(.subscribe(channel)).startedTimers) { $1 } }
+        #expect(started == [guarantorEcho42: .milliseconds(500)])
+        // Only the subscribe that started the timer is sure to have waited a whole interval at the first tick;
+        // the others are resent at the second (never before an interval has passed).
+        #expect(driver.fire(guarantorEcho42).sentTexts.count == 1)
+        #expect(driver.fire(guarantorEcho42).sentTexts.count == 100)
+    }
+
     @Test("unsubscribe then subscribe of the same identifier waits for the settle timer")
     func unsubscribeThenSubscribe() {
         var driver = MachineDriver()
         driver.connected()
         driver.command(.subscribe(echo42))
         driver.receive(confirmEcho42)
+        #expect(driver.fire(guarantorEcho42).startedTimers.isEmpty)  // nothing unanswered: the guarantor stops
         let leave = driver.command(.unsubscribe(echo42))
         #expect(leave.sentTexts == [unsubscribeEcho42])
         #expect(leave.startedTimers == [settleEcho42: .milliseconds(500)])
