@@ -63,17 +63,20 @@ final class RailsCableServer: Sendable {
         let deadline = clock.now + timeout
         while clock.now < deadline {
             if server.hasExited {
+                let log = server.log
+                server.removeLog()
                 // Another process took a port between the pick and puma's bind: pick again.
-                if server.log.contains("EADDRINUSE"), attempts > 1 {
+                if log.contains("EADDRINUSE"), attempts > 1 {
                     return try await start(timeout: timeout, tls: tls, attempts: attempts - 1)
                 }
-                throw ActionCableLiveError("puma exited during start-up: \(server.log.suffix(2_000))")
+                throw ActionCableLiveError("puma exited during start-up: \(log.suffix(2_000))")
             }
             if let reply = try? server.request("GET", "/health"), reply.status == 200 { return server }
             try await Task.sleep(for: .milliseconds(50))
         }
+        let log = server.log
         server.stop()
-        throw ActionCableLiveError("puma did not answer /health within \(timeout): \(server.log.suffix(2_000))")
+        throw ActionCableLiveError("puma did not answer /health within \(timeout): \(log.suffix(2_000))")
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -87,8 +90,11 @@ final class RailsCableServer: Sendable {
     func suspend() { kill(pid, SIGSTOP) }
     func resume() { kill(pid, SIGCONT) }
 
-    /// SIGTERM, then SIGKILL after 5 s; reaps the process.
+    private func removeLog() { try? FileManager.default.removeItem(atPath: logPath) }
+
+    /// SIGTERM, then SIGKILL after 5 s; reaps the process and deletes its log.
     func stop() {
+        defer { removeLog() }
         kill(pid, SIGCONT)
         kill(pid, SIGTERM)
         for _ in 0..<100 {
