@@ -345,8 +345,7 @@
     private mutating func sendSubscribe(_ identifier: Substring, channel: ChannelID, actions: inout [DialectAction]) {
         var sentAfterTick = guarantorTicks
         if !guarantorArmed {
-            guarantorArmed = true
-            actions.append(.startTimer(Self.guarantorTimer, after: guarantor.interval))
+            armGuarantor(actions: &actions)
             sentAfterTick &-= 1  // sent on a tick of its own: due at the next one
         }
         subscriptions[identifier] = Subscription(channel: channel,
@@ -405,19 +404,18 @@
     private mutating func guarantorTick(actions: inout [DialectAction]) {
         guarantorArmed = false
         guarantorTicks &+= 1
-        var due: [(identifier: Substring, attempts: Int32)] = []
+        var due: [(identifier: Substring, channel: ChannelID, attempts: Int32)] = []
         var stillPending = false
         for (identifier, subscription) in subscriptions {
             guard case .pending(let attempts, let sentAfterTick) = subscription.phase else { continue }
             if guarantorTicks &- sentAfterTick >= 2 {
-                due.append((identifier, attempts))
+                due.append((identifier, subscription.channel, attempts))
             } else {
                 stillPending = true
             }
         }
         due.sort { $0.identifier < $1.identifier }
-        for (identifier, attempts) in due {
-            guard let channel = subscriptions[identifier]?.channel else { continue }
+        for (identifier, channel, attempts) in due {
             if Int(attempts) >= guarantor.maximumAttempts {
                 subscriptions[identifier] = nil
                 // Take back the last subscribe in case the server handles it after all.
@@ -434,10 +432,12 @@
                 stillPending = true
             }
         }
-        if stillPending {
-            guarantorArmed = true
-            actions.append(.startTimer(Self.guarantorTimer, after: guarantor.interval))
-        }
+        if stillPending { armGuarantor(actions: &actions) }
+    }
+
+    private mutating func armGuarantor(actions: inout [DialectAction]) {
+        guarantorArmed = true
+        actions.append(.startTimer(Self.guarantorTimer, after: guarantor.interval))
     }
 
     public mutating func workFinished(_ id: WorkID, result: Result<JSONValue, RealtimeError>,
