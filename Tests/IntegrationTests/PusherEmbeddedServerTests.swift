@@ -69,6 +69,30 @@ struct PusherEmbeddedServerTests {
         await pusherWait("bob left") { aliceRoster.members.ids == ["1"] }
     }
 
+    @Test("by default, handlers run on the transport group's delivery thread, not on Dispatch's shared pool")
+    func defaultDeliveryThread() async throws {
+        let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)
+        let group = try EventLoopGroup(threadCount: 1)
+        defer { group.shutdown() }
+        let dialect = PusherDialect.pusher(key: PusherLive.key, auth: .inline(secret: PusherLive.secret),
+                                           host: "127.0.0.1", port: server.port)
+        let session = RealtimeSession(dialect: dialect, transport: WebSocketTransport(group: group))
+        defer { session.disconnect() }
+        let threads = Locked<[String]>([])
+        session.channel("news").on("flash") { _ in threads.withLock { $0.append(Self.threadName()) } }
+        try await session.connect()
+        _ = try await session.channel("news").subscribed()
+        server.trigger("news", event: "flash", data: ["n": 1])
+        await pusherWait("the event") { !threads.withLock { $0 }.isEmpty }
+        #expect(threads.withLock { $0 } == ["realtime-dlv-0"])
+    }
+
+    /// The system name of the calling thread.
+    private static func threadName() -> String {
+        let text = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     @Test("a wrong secret fails the private channel only; a wrong key is refused for good with 4001")
     func refusals() async throws {
         let server = try PusherTestServer(key: PusherLive.key, secret: PusherLive.secret)

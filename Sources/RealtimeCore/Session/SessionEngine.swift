@@ -98,11 +98,11 @@ final class SessionEngine: Sendable {
         workContext = DialectWorkContext(transport: transport)
         clock = options.clock
         deliveredBatches = DeliveredBatches(clock: options.clock)
-        // A queue without a target lands on the overcommit pool, which starts a thread whenever all of
-        // its threads are busy: 10,000 sessions made hundreds of threads. The default pool is sized to
-        // the cores.
-        delivery = options.delivery ?? .queue(DispatchQueue(label: "realtime.delivery.\(dialect.name)",
-                                                            target: .global()))
+        // The transport's delivery thread when it has one (WebSocketTransport: its group's). Otherwise a
+        // queue on the default pool: one without a target lands on the overcommit pool, which starts a
+        // thread whenever all of its threads are busy, and 10,000 sessions made hundreds of threads.
+        delivery = options.delivery ?? (transport as? any DeliveryProviding)?.makeDefaultDelivery()
+            ?? .queue(DispatchQueue(label: "realtime.delivery.\(dialect.name)", target: .global()))
         logHandler = options.logHandler
         logLevel = options.logLevel
         highWatermark = max(1, options.deliveryHighWatermark)

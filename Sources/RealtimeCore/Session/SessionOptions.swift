@@ -43,7 +43,8 @@ public enum RandomSource: Sendable, Hashable {
 
 /// Session settings shared by every dialect.
 public struct SessionOptions: Sendable {
-    /// Where handlers run; a private serial queue per session by default.
+    /// Where handlers run. By default, a delivery thread of the transport's when it has them
+    /// (`WebSocketTransport`: one per loop thread of its group), else a private serial queue per session.
     public var delivery: DeliveryTarget?
     /// How the session waits between connection attempts; `nil` uses the dialect's recommendation
     /// (``RealtimeDialect/reconnectPolicy``, its `defaultReconnectPolicy`). The only place to set it: dialects
@@ -88,8 +89,8 @@ public struct SessionOptions: Sendable {
     /// background: the system decides, and the foreground call checks the link. `.zero` closes at once.
     public var backgroundGrace: Duration?
 
-    /// Each parameter sets the property of the same name; `nil` `delivery` and `reconnectPolicy` take a
-    /// private serial queue and the dialect's policy.
+    /// Each parameter sets the property of the same name; `nil` `delivery` and `reconnectPolicy` take the
+    /// default target (see ``delivery``) and the dialect's policy.
     public init(delivery: DeliveryTarget? = nil, reconnectPolicy: ReconnectPolicy? = nil,
                 connectTimeout: Duration = .seconds(20), connectCallTimeout: Duration? = .seconds(30),
                 sendBufferLimit: Int = 1_000,

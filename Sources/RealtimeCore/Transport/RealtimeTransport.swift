@@ -176,6 +176,13 @@ package protocol CloseTimeoutProviding: RealtimeTransport {
     var closeTimeout: Duration { get }
 }
 
+/// A transport with a delivery target of its own for sessions that do not choose one (the default of
+/// ``SessionOptions/delivery``).
+package protocol DeliveryProviding: RealtimeTransport {
+    /// The target for one more session; nil leaves the session on a private serial queue.
+    func makeDefaultDelivery() -> DeliveryTarget?
+}
+
 extension TransportConnection {
     /// Sends `frames` with ``send(_:)``: for transports that never compress.
     public func send(_ frames: [TransportFrame], compress: Bool) {

@@ -7,9 +7,6 @@ import Musl
 #endif
 import Foundation
 import RealtimeCore
-#if canImport(CRealtimeLinux)
-import CRealtimeLinux  // thread naming (see its shim.h)
-#endif
 
 /// Something registered with a loop: a listening socket or a connection. Lives on its loop thread only.
 package protocol LoopHandler: AnyObject {
@@ -46,17 +43,7 @@ package final class EventLoop: Sendable {
 
     /// Starts the loop thread with a small stack.
     func start(stackSize: Int) {
-        let name = "realtime-loop-\(index)"
-        let thread = Thread { [self] in
-            #if os(Linux) || os(Android)
-            _ = realtime_set_current_thread_name(name)
-            #else
-            Thread.current.name = name
-            #endif
-            self.run()
-        }
-        thread.stackSize = stackSize
-        thread.start()
+        startNamedThread("realtime-loop-\(index)", stackSize: stackSize) { [self] in run() }
     }
 
     /// A new id for a handler of this loop (0 is the waker's).

@@ -7,6 +7,11 @@ import RealtimeCore
 /// (round-robin) for its whole life. Name resolution runs on one extra serial queue so that a slow DNS
 /// server never stalls a loop.
 ///
+/// Sessions that leave ``SessionOptions/delivery`` to its default run their handlers on the group's
+/// delivery threads: as many as loops, started when the first session asks, each session on one of them
+/// (round-robin). Sessions that share a group share those threads, so a handler that blocks holds back the
+/// handlers of the sessions beside it.
+///
 /// A group is stopped by ``shutdown()`` or when the last reference to it goes away; connections still
 /// open then are closed with a `.transportFailed` error.
 public final class EventLoopGroup: Sendable {
@@ -15,6 +20,8 @@ public final class EventLoopGroup: Sendable {
 
     let loops: [EventLoop]
     private let cursor = Locked(0)
+    /// Delivery threads, as many as loops, started when a session first asks for one (``nextDelivery()``).
+    private let deliveries = Locked<(threads: [DeliveryThread], cursor: Int)>(([], 0))
     private let isShutDown = Locked(false)
     /// getaddrinfo blocks, so it runs here (one thread at most), never on a loop.
     let resolverQueue = DispatchQueue(label: "realtime.websocket.resolver")
@@ -68,8 +75,29 @@ public final class EventLoopGroup: Sendable {
         return loops[index]
     }
 
-    /// Closes every connection and listener of the group and ends its threads. Does not wait; safe to call
-    /// from a loop thread and more than once.
+    /// The delivery thread for the next session, round-robin; the threads start on first use. After
+    /// ``shutdown()`` they end once they have run what they hold, and calls handed to an ended thread run
+    /// on its serial fallback queue.
+    func nextDelivery() -> DeliveryThread {
+        let (thread, starts) = deliveries.withLock { deliveries -> (DeliveryThread, Bool) in
+            if deliveries.threads.count < loops.count {
+                // At most 15 bytes, as Linux keeps of a thread's name.
+                let thread = DeliveryThread(name: "realtime-dlv-\(deliveries.threads.count)")
+                deliveries.threads.append(thread)
+                return (thread, true)
+            }
+            defer { deliveries.cursor = (deliveries.cursor + 1) % deliveries.threads.count }
+            return (deliveries.threads[deliveries.cursor], false)
+        }
+        if starts {
+            thread.start()
+            if isShutDown.withLock({ $0 }) { thread.finish() }
+        }
+        return thread
+    }
+
+    /// Closes every connection and listener of the group and ends its threads (delivery threads once they
+    /// have run what they hold). Does not wait; safe to call from a loop thread and more than once.
     public func shutdown() {
         let first = isShutDown.withLock { done -> Bool in
             defer { done = true }
@@ -77,5 +105,6 @@ public final class EventLoopGroup: Sendable {
         }
         guard first else { return }
         for loop in loops { loop.stop() }
+        for thread in deliveries.withLock({ $0.threads }) { thread.finish() }
     }
 }

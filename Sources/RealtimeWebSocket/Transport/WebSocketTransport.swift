@@ -14,7 +14,7 @@ import RealtimeCore
 /// every connection of that loop waits meanwhile. `ws://` (and `http://`) to a host that is not loopback is
 /// refused unless the request sets `allowsInsecureTransportToRemoteHosts`; through a proxy, so is `ws://`
 /// to a proxy that is not loopback.
-public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding, CloseTimeoutProviding {
+public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding, CloseTimeoutProviding, DeliveryProviding {
     /// Limits, timeouts and TLS settings shared by every connection of the transport.
     public struct Configuration: Sendable {
         /// How `wss://` verifies servers.
@@ -84,6 +84,14 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding, C
                 self.group = .failure(error)
             }
         }
+    }
+
+    /// One of the group's delivery threads (round-robin), where the session's handlers run unless it picks
+    /// another target.
+    package func makeDefaultDelivery() -> DeliveryTarget? {
+        guard case .success(let group) = group else { return nil }
+        let thread = group.nextDelivery()
+        return .custom { work in thread.enqueue(work) }
     }
 
     /// Starts opening `request` (resolve, connect, TLS, upgrade within `request.connectTimeout`).
