@@ -11,12 +11,14 @@ import Realtime
 /// loop, alone and handing each read to a second thread). Nothing is pinned: the client's threads go where the scheduler puts
 /// them, as an app's would.
 ///
-/// Delivery targets: `default` (the session's private serial queue), `inline` (the event loop's thread),
+/// Delivery targets: `default` (the transport's delivery thread), `inline` (the event loop's thread),
 /// `main` (the main queue; this program's main thread is parked in Dispatch's main loop while suites run),
-/// and `coalesced`: the default delivery on a transport whose loop coalesces reads within a window, 250 µs
-/// unless `--window` says otherwise (`WebSocketTransport.Configuration.readCoalescing`).
+/// `coalesced`: the default delivery on a transport whose loop coalesces reads within a window, 250 µs
+/// unless `--window` says otherwise (`WebSocketTransport.Configuration.readCoalescing`), and `busy`: the
+/// default delivery while the app keeps every core busy with Swift tasks (one CPU-bound detached task per
+/// core, spinning for the whole row; their CPU is left out of the row's).
 ///
-/// Options: `--rates 1000,10000`, `--seconds S` (5; 0.3 with `--quick`), `--delivery default,inline,main,coalesced`,
+/// Options: `--rates 1000,10000`, `--seconds S` (5; 0.3 with `--quick`), `--delivery default,inline,main,coalesced,busy`,
 /// `--window MICROSECONDS` (the coalesced rows' window), `--only DIALECT`, `--quick`, `--json`.
 enum LatencyBenchmark {
     enum Target: String, CaseIterable {
@@ -24,10 +26,11 @@ enum LatencyBenchmark {
         case inline
         case main
         case coalesced
+        case busy
 
         var delivery: DeliveryTarget? {
             switch self {
-            case .standard, .coalesced: nil
+            case .standard, .coalesced, .busy: nil
             case .inline: .inline
             case .main: .main
             }
@@ -72,7 +75,7 @@ enum LatencyBenchmark {
         let seconds = options.double("--seconds", full: 5, quick: 0.3)
         let targets = try (BenchOptions.string("--delivery", in: arguments)?.split(separator: ",").map { name in
             guard let target = Target(rawValue: String(name)) else {
-                throw BenchmarkFailure("--delivery takes default, inline, main, coalesced, not \(name)")
+                throw BenchmarkFailure("--delivery takes default, inline, main, coalesced, busy, not \(name)")
             }
             return target
         }) ?? Target.allCases
@@ -146,10 +149,18 @@ enum LatencyBenchmark {
         try await session.connect()
         _ = try await channel.subscribed()
         _ = try blaster.expectLine("READY")
-        let cpu = try paced(blaster: blaster, seconds: seconds, label: "\(dialect.rawValue) \(target.rawValue)") {
-            handled.wait(seconds: $0) ? nil : "\(handled.count) of \(events) events handled"
+        let busy = target == .busy ? BusyTasks(count: ProcessInfo.processInfo.activeProcessorCount) : nil
+        let cpu: Double
+        do {
+            cpu = try paced(blaster: blaster, seconds: seconds, label: "\(dialect.rawValue) \(target.rawValue)") {
+                handled.wait(seconds: $0) ? nil : "\(handled.count) of \(events) events handled"
+            }
+        } catch {
+            _ = busy?.stop()
+            throw error
         }
-        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: cpu / Double(events))
+        let busyCPU = busy?.stop() ?? 0
+        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: max(0, cpu - busyCPU) / Double(events))
     }
 
     /// The transport alone on Socket.IO's frames, the stamp read from the text in the receive callback.
@@ -208,5 +219,48 @@ enum LatencyBenchmark {
             utf8 = utf8.dropFirst()
         }
         return nil
+    }
+}
+
+/// CPU-bound Swift tasks of the app, one per core, spinning until ``stop()``: the app's own work occupying
+/// the cooperative pool (and, on Linux, Dispatch's default pool that shares its threads' budget).
+final class BusyTasks: Sendable {
+    private struct Tally {
+        var started = 0
+        var ended = 0
+        var seconds = 0.0
+    }
+
+    private let stopped = Locked(false)
+    private let tally = Locked(Tally())
+
+    init(count: Int) {
+        for _ in 0..<count {
+            Task.detached { [stopped, tally] in
+                tally.withLock { $0.started += 1 }
+                let start = Self.threadCPUSeconds()
+                var state: UInt64 = 1
+                while !stopped.withLock({ $0 }) {
+                    for _ in 0..<10_000 { state = state &* 6_364_136_223_846_793_005 &+ 1 }
+                }
+                let seconds = Self.threadCPUSeconds() - start + (state == 0 ? 1 : 0)  // keeps the loop
+                tally.withLock { $0.seconds += seconds; $0.ended += 1 }
+            }
+        }
+    }
+
+    /// Stops the tasks and returns the CPU seconds they spent, once those that started have ended (one that
+    /// had not started yet ends as it starts; waiting for it could wait for the thread this call holds).
+    func stop() -> Double {
+        stopped.withLock { $0 = true }
+        while tally.withLock({ $0.ended < $0.started }) { usleep(1_000) }
+        return tally.withLock { $0.seconds }
+    }
+
+    /// CPU seconds of the calling thread; each task runs on one thread, never suspending, from start to end.
+    private static func threadCPUSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }

@@ -42,7 +42,7 @@ for dialect in dialects:
     for metric in ["allocations_per_event", "allocations_per_event_reading", "allocations_per_event_stream"]:
         expected[("dialects", dialect, metric, "transport")] = True  # counted with glibc, as here
 for rate in [1000, 10000]:
-    cases = [f"transport@{rate}"] + [f"{d}/{t}@{rate}" for d in dialects for t in ["default", "inline", "main", "coalesced"]]
+    cases = [f"transport@{rate}"] + [f"{d}/{t}@{rate}" for d in dialects for t in ["default", "inline", "main", "coalesced", "busy"]]
     for case in cases:
         for metric in ["p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_event"]:
             expected[("latency", case, metric, "transport" if "/" in case else "floor")] = True

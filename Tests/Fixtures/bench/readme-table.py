@@ -190,6 +190,7 @@ def latency_table(figures, rate):
         for target in ("default", "inline", "main"):
             cases.append((f"{dialect}/{target}", f"{title}, `{target}` delivery"))
         cases.append((f"{dialect}/coalesced", f"{title}, `default` delivery, reads coalesced within {window} µs"))
+        cases.append((f"{dialect}/busy", f"{title}, `default` delivery, the app's tasks busy on every core"))
     for case, title in cases:
         values = [find(figures, "latency", f"{case}@{rate}", metric)
                   for metric in ("p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_event")]
