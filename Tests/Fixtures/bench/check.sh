@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Smoke run of `realtime-bench json`, `transport`, `dialects`, `latency` and `scale` with --quick --json (Tests/run-all runs it):
+# Smoke run of `realtime-bench json`, `transport`, `dialects`, `latency` and `scale` with --quick --json, and of
+# `session` over several channels (Tests/run-all runs it):
 # checks that every expected figure comes out as a number, never what the number is, and that
 # readme-table.py still turns the output into the README's tables.
 # Usage: Tests/Fixtures/bench/check.sh [path/to/realtime-bench]   (default: the debug build run-all makes)
@@ -136,6 +137,16 @@ if "$bench" dialects --quick --json --unpinned --skip-python --only actioncable 
 else
     echo "bench smoke: dialects --quick --unpinned did not report unpinned figures; its last lines:"
     tail -n 5 "$out/unpinned.log" "$out/unpinned.jsonl"
+    status=1
+fi
+# `session` (in-memory transport) over several channels: every dialect's row comes out, so every event
+# reached a handler (a missing one times the row out).
+if timeout 300 "$bench" session --events 500 --rounds 1 --channels 5 >"$out/session.log" 2>&1 \
+        && [ "$(grep -c '^  \(socket.io\|pusher\|actioncable\) .*inline delivery' "$out/session.log")" -eq 3 ]; then
+    echo "bench smoke: session --channels 5 reports every dialect"
+else
+    echo "bench smoke: session --channels 5 failed; its last lines:"
+    tail -n 5 "$out/session.log"
     status=1
 fi
 # A bad option is one clear line and exit 1, not a crash report.
