@@ -141,11 +141,17 @@ public struct ActionCableDialect: RealtimeDialect {
 
     /// A fresh ``ActionCableMachine``.
     @_spi(DialectAuthoring) public func makeMachine() -> any DialectMachine {
+        makeMachine(identifierHashing: .standard)
+    }
+
+    /// A fresh ``ActionCableMachine`` that hashes identifiers as told (tests reach collisions with `.fixed`).
+    func makeMachine(identifierHashing: ActionCableSubscriptionTable.Hashing) -> ActionCableMachine {
         ActionCableMachine(guarantor: guarantor,
                            liveness: liveness.serverPings(defaultInterval: Self.defaultPingInterval,
                                                           defaultTimeout: Self.defaultPingTimeout),
                            restartDelay: restartDelay, eventNameKeys: eventNameKeys,
-                           mountPath: url.path.isEmpty ? "/" : url.path, origin: origin)
+                           mountPath: url.path.isEmpty ? "/" : url.path, origin: origin,
+                           identifierHashing: identifierHashing)
     }
 
     /// ``url`` with ``headers``, ``origin`` and the credentials of ``auth``, offering both subprotocols. A

@@ -11,14 +11,31 @@ package enum ActionCableIdentifier {
     /// Throws `.invalidArgument` when the name is empty, when `params` has its own `channel` key (it would
     /// clash with the class name), or when a parameter holds binary data (not expressible in JSON).
     package static func make(for channel: ChannelID) throws(RealtimeError) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(64)
+        try write(channel, into: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Replaces the contents of `literal` with the identifier literal of `channel` (``literal(_:)`` of
+    /// ``make(for:)``), written through `scratch` without making a string: to check a subscription's
+    /// literal against a frame's text without keeping the literal.
+    package static func writeLiteral(of channel: ChannelID, into literal: inout [UInt8],
+                                     scratch: inout [UInt8]) throws(RealtimeError) {
+        scratch.removeAll(keepingCapacity: true)
+        try write(channel, into: &scratch)
+        literal.removeAll(keepingCapacity: true)
+        scratch.withUnsafeBufferPointer { JSONValue.writeString(utf8: $0, into: &literal) }
+    }
+
+    /// Writes the identifier of `channel` into the empty `text`.
+    private static func write(_ channel: ChannelID, into text: inout [UInt8]) throws(RealtimeError) {
         guard !channel.name.isEmpty else {
             throw RealtimeError(.invalidArgument, "an Action Cable channel needs a class name",
                                 context: .init(channel: channel))
         }
         // The object `params` + `channel` would serialize to, written from the params in key order, with
         // `channel` in its place among them (each reconnect builds every held channel's identifier again).
-        var text: [UInt8] = []
-        text.reserveCapacity(64)
         text.append(UInt8(ascii: "{"))
         var channelWritten = false
         func member(_ key: String, _ value: JSONValue) {
@@ -45,7 +62,6 @@ package enum ActionCableIdentifier {
         }
         if !channelWritten { member("channel", .string(channel.name)) }
         text.append(UInt8(ascii: "}"))
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// `identifier` as the JSON string literal the commands carry, quotes and escapes included: the text

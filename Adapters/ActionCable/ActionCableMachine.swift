@@ -1,3 +1,4 @@
+import Foundation
 @_spi(DialectAuthoring) import RealtimeCore
 
 /// The Action Cable state machine for one session: frames and commands in, ``DialectAction``s out.
@@ -5,7 +6,8 @@
 /// - `welcome` makes the session connected; the engine then subscribes every channel it holds.
 /// - Every subscription is keyed by its identifier as a JSON string literal, built from the channel: the
 ///   text the commands carry and Rails echoes back unchanged, so incoming frames are routed by their own
-///   text, without decoding it. Broadcasts are delivered while the subscription is still pending.
+///   text, without decoding it (``ActionCableSubscriptionTable``, which writes a literal again from its
+///   channel rather than keep it). Broadcasts are delivered while the subscription is still pending.
 /// - A broadcast is delivered under the name read from its message (``ActionCableDialect/eventNameKeys``),
 ///   `"message"` when none names it; its `data` is the whole message, kept as text (checked) until read.
 /// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`. One
@@ -15,19 +17,7 @@
 /// - A `subscribe` right after an `unsubscribe` of the same identifier waits one guarantor interval,
 ///   because Rails may run the two out of order and lose the subscribe.
 @_spi(DialectAuthoring) public struct ActionCableMachine: DialectMachine {
-    private enum Phase: Equatable {
-        /// Waiting for the settle delay after an `unsubscribe` of the same identifier.
-        case settling
-        /// `subscribe` sent `attempts` times, no answer yet; the last one went out after guarantor tick
-        /// `sentAfterTick` (``guarantorTicks``).
-        case pending(attempts: Int32, sentAfterTick: UInt32)
-        case confirmed
-    }
-
-    private struct Subscription {
-        var channel: ChannelID
-        var phase: Phase
-    }
+    private typealias Subscription = ActionCableSubscriptionTable.Subscription
 
     private let guarantor: ActionCableDialect.SubscriptionGuarantor
     private let liveness: LivenessRule
@@ -42,15 +32,8 @@
     /// While handlers read payloads (the engine's hint), the message is parsed with the frame, but for a probe.
     private var payloadParsing = PayloadParsing()
 
-    /// Subscriptions of the current connection, by identifier literal. Keys are whole strings of their own
-    /// (Substrings so that a slice of a frame looks one up without a copy). Any change forgets ``lastRoute``.
-    private var subscriptions: [Substring: Subscription] = [:] {
-        didSet { lastRoute = nil }
-    }
-    /// The identifier text of the last broadcast delivered (a key of ``subscriptions``, or a copy of the
-    /// server's text when it escaped the identifier otherwise) and its channel: a stream of broadcasts on
-    /// one channel is routed by comparing that text, without hashing it.
-    private var lastRoute: (rawIdentifier: Substring, channel: ChannelID)?
+    /// Subscriptions of the current connection, by identifier literal, and the routes of recent broadcasts.
+    private var subscriptions: ActionCableSubscriptionTable
     /// The JSON parser's stacks, kept from frame to frame.
     private var scratch = JSONParseScratch()
     /// The last identifier literal built, and its channel: a run of performs on one channel builds it once.
@@ -71,7 +54,9 @@
     private let origin: String?
 
     init(guarantor: ActionCableDialect.SubscriptionGuarantor, liveness: LivenessRule, restartDelay: Duration,
-         eventNameKeys: [String], mountPath: String, origin: String?) {
+         eventNameKeys: [String], mountPath: String, origin: String?,
+         identifierHashing: ActionCableSubscriptionTable.Hashing = .standard) {
+        subscriptions = ActionCableSubscriptionTable(hashing: identifierHashing)
         self.mountPath = mountPath
         self.origin = origin
         self.guarantor = guarantor
@@ -97,7 +82,7 @@
 
     public mutating func connectionEnded(_ closure: TransportClosure) -> ConnectionEnd {
         let end = decidedEnd ?? classify(closure)
-        subscriptions.removeAll(keepingCapacity: true)  // the next connection subscribes as many again
+        subscriptions.removeAll()
         settling = []
         guarantorArmed = false  // the engine cancels a dialect's timers with its connection
         welcomed = false
@@ -175,25 +160,25 @@
         actions.append(.connected(id: members["sid"]?.stringValue))
     }
 
-    private mutating func confirm(_ found: [Substring: Subscription].Index?, actions: inout [DialectAction]) {
+    private mutating func confirm(_ found: ActionCableSubscriptionTable.Key?, actions: inout [DialectAction]) {
         guard let found else {
             actions.append(.log(.debug, "confirm_subscription for an identifier this session does not hold"))
             return
         }
-        let subscription = subscriptions.values[found]
+        let subscription = subscriptions[found]
         // A confirm while settling answers the subscribe that came before the unsubscribe: not ours.
         guard case .pending = subscription.phase else { return }
-        subscriptions.values[found].phase = .confirmed
+        subscriptions.setPhase(.confirmed, at: found)
         actions.append(.subscribed(subscription.channel, recovered: nil))
     }
 
-    private mutating func reject(_ found: [Substring: Subscription].Index?, frame: JSONValue,
+    private mutating func reject(_ found: ActionCableSubscriptionTable.Key?, frame: JSONValue,
                                  actions: inout [DialectAction]) {
-        guard let found, subscriptions.values[found].phase != .settling else {
+        guard let found, subscriptions[found].phase != .settling,
+              let subscription = subscriptions.remove(found) else {
             actions.append(.log(.debug, "reject_subscription for an identifier this session does not hold"))
             return
         }
-        let subscription = subscriptions.remove(at: found).value
         actions.append(.subscriptionFailed(subscription.channel, RealtimeError(
             .subscriptionRejected, "the server rejected the subscription to \(subscription.channel)",
             context: .init(serverPayload: frame, channel: subscription.channel))))
@@ -234,8 +219,8 @@
             return
         }
         let channel: ChannelID
-        if let lastRoute, lastRoute.rawIdentifier == rawIdentifier {
-            channel = lastRoute.channel
+        if let routed = subscriptions.routedChannel(rawIdentifier) {
+            channel = routed
         } else {
             guard let found = subscription(rawIdentifier, in: members) else {
                 if members["identifier"]?.stringValue == nil {
@@ -245,10 +230,9 @@
                 }
                 return
             }
-            let (key, subscription) = subscriptions[found]
-            channel = subscription.channel
-            // The server's own text when it differs from the key, so the next frame compares equal.
-            lastRoute = (key == rawIdentifier ? key : Substring(String(rawIdentifier)), channel)
+            channel = subscriptions[found].channel
+            // The server's own text (not always the literal), so that the next frame compares equal.
+            subscriptions.remember(rawIdentifier, routesTo: found)
         }
         guard messageDeferred else {
             let value = members["message"] ?? .null
@@ -288,12 +272,13 @@
     /// text itself when it is the literal this client sent (Rails echoes it), else the string decoded and
     /// written as this client writes it (a server that escapes `<`, `>`, `&` or `/` where this client does
     /// not). `nil` when the frame has no string identifier or this session holds no such subscription.
-    private func subscription(_ raw: Substring?, in members: JSONEnvelope) -> [Substring: Subscription].Index? {
+    private mutating func subscription(_ raw: Substring?, in members: JSONEnvelope) -> ActionCableSubscriptionTable.Key? {
         guard let raw else { return nil }
-        if let index = subscriptions.index(forKey: raw) { return index }
+        if let key = subscriptions.key(of: raw) { return key }
         guard let identifier = members["identifier"]?.stringValue else { return nil }
-        return subscriptions.index(forKey: ActionCableIdentifier.literal(identifier))
+        return subscriptions.key(of: ActionCableIdentifier.literal(identifier))
     }
+
 
     // MARK: Commands
 
@@ -332,9 +317,9 @@
             actions.append(.subscriptionFailed(channel, error))
             return
         }
-        if subscriptions[identifier] != nil { return }
+        if subscriptions.key(of: identifier) != nil { return }
         if settling.contains(identifier) {
-            subscriptions[identifier] = Subscription(channel: channel, phase: .settling)
+            subscriptions.set(Subscription(channel: channel, phase: .settling), literal: identifier)
             return
         }
         sendSubscribe(identifier, channel: channel, actions: &actions)
@@ -348,14 +333,15 @@
             armGuarantor(actions: &actions)
             sentAfterTick &-= 1  // sent on a tick of its own: due at the next one
         }
-        subscriptions[identifier] = Subscription(channel: channel,
-                                                 phase: .pending(attempts: 1, sentAfterTick: sentAfterTick))
+        subscriptions.set(Subscription(channel: channel, phase: .pending(attempts: 1, sentAfterTick: sentAfterTick)),
+                          literal: identifier)
         actions.append(.send(ActionCableCommand.subscribe(identifier)))
     }
 
     private mutating func unsubscribe(_ channel: ChannelID, actions: inout [DialectAction]) {
         guard let identifier = try? identifier(for: channel),
-              let subscription = subscriptions.removeValue(forKey: identifier) else { return }
+              let key = subscriptions.key(of: identifier),
+              let subscription = subscriptions.remove(key) else { return }
         // Still settling: its subscribe never went out, so there is nothing to undo.
         guard subscription.phase != .settling else { return }
         actions.append(.send(ActionCableCommand.unsubscribe(identifier)))
@@ -391,8 +377,9 @@
         case .actionCableSettle:
             guard let channel = key.channel, let identifier = try? identifier(for: channel) else { return }
             settling.remove(identifier)
-            if let subscription = subscriptions[identifier], subscription.phase == .settling {
-                sendSubscribe(identifier, channel: subscription.channel, actions: &actions)
+            if let key = subscriptions.key(of: identifier),
+               subscriptions[key].phase == .settling {
+                sendSubscribe(identifier, channel: subscriptions[key].channel, actions: &actions)
             }
         default:
             return
@@ -404,20 +391,22 @@
     private mutating func guarantorTick(actions: inout [DialectAction]) {
         guarantorArmed = false
         guarantorTicks &+= 1
-        var due: [(identifier: Substring, channel: ChannelID, attempts: Int32)] = []
+        var due: [(key: ActionCableSubscriptionTable.Key, identifier: Substring, channel: ChannelID, attempts: Int32)] = []
         var stillPending = false
-        for (identifier, subscription) in subscriptions {
+        for (key, subscription) in subscriptions.entries {
             guard case .pending(let attempts, let sentAfterTick) = subscription.phase else { continue }
-            if guarantorTicks &- sentAfterTick >= 2 {
-                due.append((identifier, subscription.channel, attempts))
-            } else {
+            guard guarantorTicks &- sentAfterTick >= 2 else {
                 stillPending = true
+                continue
             }
+            // Held channels were accepted when they subscribed, so their identifiers can be built again.
+            guard let identifier = try? identifier(for: subscription.channel) else { continue }
+            due.append((key, identifier, subscription.channel, attempts))
         }
         due.sort { $0.identifier < $1.identifier }
-        for (identifier, channel, attempts) in due {
+        for (key, identifier, channel, attempts) in due {
             if Int(attempts) >= guarantor.maximumAttempts {
-                subscriptions[identifier] = nil
+                subscriptions.remove(key)
                 // Take back the last subscribe in case the server handles it after all.
                 actions.append(.send(ActionCableCommand.unsubscribe(identifier)))
                 startSettling(identifier, channel: channel, actions: &actions)
@@ -427,7 +416,7 @@
             } else {
                 // Sent on this tick: due at the next one.
                 let sentAfterTick = guarantorTicks &- 1
-                subscriptions[identifier]?.phase = .pending(attempts: attempts &+ 1, sentAfterTick: sentAfterTick)
+                subscriptions.setPhase(.pending(attempts: attempts &+ 1, sentAfterTick: sentAfterTick), at: key)
                 actions.append(.send(ActionCableCommand.subscribe(identifier)))
                 stillPending = true
             }

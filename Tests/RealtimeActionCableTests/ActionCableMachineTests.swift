@@ -9,9 +9,10 @@ struct MachineDriver {
     var actions: [DialectAction] = []
 
     init(guarantor: ActionCableDialect.SubscriptionGuarantor = .init(interval: .milliseconds(500), maximumAttempts: 3),
-         eventNameKeys: [String] = ActionCableDialect.defaultEventNameKeys) {
+         eventNameKeys: [String] = ActionCableDialect.defaultEventNameKeys,
+         identifierHashing: ActionCableSubscriptionTable.Hashing = .standard) {
         machine = ActionCableDialect(url: URL(string: "ws://127.0.0.1:3000/cable")!, guarantor: guarantor,
-                                     eventNameKeys: eventNameKeys).makeMachine()
+                                     eventNameKeys: eventNameKeys).makeMachine(identifierHashing: identifierHashing)
     }
 
     mutating func open(subprotocol: String? = "actioncable-v1-json") -> [DialectAction] {
@@ -91,6 +92,10 @@ extension Array where Element == DialectAction {
     }
 }
 
+/// Standard hashing, and every identifier on one hash (at either end of `Int`, so that keys wrap): tests of
+/// subscriptions run with each, so the collision path is taken as often as the usual one.
+let identifierHashings: [ActionCableSubscriptionTable.Hashing] = [.standard, .fixed(0), .fixed(.max)]
+
 let echo42 = ChannelID("EchoChannel", params: ["room_id": 42])
 let echo42ID = #"{"channel":"EchoChannel","room_id":42}"#
 /// A JSON string literal holding `identifier`, as it appears inside a frame.
@@ -136,9 +141,9 @@ struct ActionCableMachineTests {
         #expect(driver.command(.subscribe(echo42)).isEmpty)
     }
 
-    @Test("confirm_subscription subscribes; the guarantor's next tick then resends nothing and stops; a duplicate or unknown confirm does nothing")
-    func confirm() {
-        var driver = MachineDriver()
+    @Test("confirm_subscription subscribes; the guarantor's next tick then resends nothing and stops; a duplicate or unknown confirm does nothing", arguments: identifierHashings)
+    func confirm(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         driver.command(.subscribe(echo42))
         let actions = driver.receive(confirmEcho42)
@@ -151,9 +156,9 @@ struct ActionCableMachineTests {
         #expect(tick.startedTimers.isEmpty)
     }
 
-    @Test("frames are routed by the exact identifier string; other spellings are dropped")
-    func routingByExactIdentifier() {
-        var driver = MachineDriver()
+    @Test("frames are routed by the exact identifier string; other spellings are dropped", arguments: identifierHashings)
+    func routingByExactIdentifier(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         let lobby = ChannelID("EchoChannel", params: ["room_id": 7])
         driver.command(.subscribe(echo42))
@@ -169,9 +174,9 @@ struct ActionCableMachineTests {
         #expect(lobbyEvents.map(\.channel) == [lobby])
     }
 
-    @Test("consecutive broadcasts on one identifier keep their route only until a subscription changes")
-    func routeOfConsecutiveBroadcasts() {
-        var driver = MachineDriver()
+    @Test("consecutive broadcasts on one identifier keep their route only until a subscription changes", arguments: identifierHashings)
+    func routeOfConsecutiveBroadcasts(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         let lobby = ChannelID("EchoChannel", params: ["room_id": 7])
         driver.command(.subscribe(echo42))
@@ -288,9 +293,9 @@ struct ActionCableMachineTests {
         #expect(event.arguments == [event.data])
     }
 
-    @Test("an identifier is recognised whichever way the server escapes it, before and after it is cached")
-    func identifierSpellings() {
-        var driver = MachineDriver()
+    @Test("an identifier is recognised whichever way the server escapes it, before and after it is cached", arguments: identifierHashings)
+    func identifierSpellings(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         driver.command(.subscribe(echo42))
         let plain = quoted(echo42ID)
@@ -307,9 +312,9 @@ struct ActionCableMachineTests {
         #expect(driver.receive(#"{"identifier":42,"message":1}"#).reported.map(\.code) == [.protocolViolation])
     }
 
-    @Test("Rails' escapes of <, > and & in an identifier: the subscribe carries the literal as written, the echoes confirm, route and reject")
-    func htmlSafeEscapedIdentifiers() {
-        var driver = MachineDriver()
+    @Test("Rails' escapes of <, > and & in an identifier: the subscribe carries the literal as written, the echoes confirm, route and reject", arguments: identifierHashings)
+    func htmlSafeEscapedIdentifiers(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         let tagged = ChannelID("EchoChannel", params: ["room": "<b>&"])
         let rejected = ChannelID("EchoChannel", params: ["room": "a/b"])
@@ -393,18 +398,18 @@ struct ActionCableMachineTests {
         #expect(events.first?.rawData == #"{"b":1, "a":2}"#)
     }
 
-    @Test("broadcasts for identifiers the session does not hold are dropped")
-    func unknownBroadcast() {
-        var driver = MachineDriver()
+    @Test("broadcasts for identifiers the session does not hold are dropped", arguments: identifierHashings)
+    func unknownBroadcast(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         let actions = driver.receive(#"{"identifier":\#(quoted(echo42ID)),"message":1}"#)
         #expect(actions.delivered.isEmpty)
         #expect(actions.reported.isEmpty)
     }
 
-    @Test("reject_subscription fails the channel with .subscriptionRejected and never retries")
-    func reject() {
-        var driver = MachineDriver()
+    @Test("reject_subscription fails the channel with .subscriptionRejected and never retries", arguments: identifierHashings)
+    func reject(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         let reject = ChannelID("RejectChannel")
         driver.command(.subscribe(reject))
@@ -416,9 +421,9 @@ struct ActionCableMachineTests {
         #expect(driver.fire(guarantorEcho42).sentTexts.isEmpty)
     }
 
-    @Test("the guarantor resends subscribe every interval and gives up with .timedOut at the cap")
-    func guarantor() {
-        var driver = MachineDriver(guarantor: .init(interval: .milliseconds(800), maximumAttempts: 3))
+    @Test("the guarantor resends subscribe every interval and gives up with .timedOut at the cap", arguments: identifierHashings)
+    func guarantor(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(guarantor: .init(interval: .milliseconds(800), maximumAttempts: 3), identifierHashing: hashing)
         driver.connected()
         #expect(driver.command(.subscribe(echo42)).sentTexts == [subscribeEcho42])
         for _ in 0..<2 {
@@ -435,9 +440,9 @@ struct ActionCableMachineTests {
         #expect(driver.receive(confirmEcho42).subscribed.isEmpty)
     }
 
-    @Test("one guarantor timer for all channels: a subscribe sent between ticks is resent after a whole interval, in identifier order")
-    func guarantorSharedClock() {
-        var driver = MachineDriver(guarantor: .init(interval: .milliseconds(500), maximumAttempts: 3))
+    @Test("one guarantor timer for all channels: a subscribe sent between ticks is resent after a whole interval, in identifier order", arguments: identifierHashings)
+    func guarantorSharedClock(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(guarantor: .init(interval: .milliseconds(500), maximumAttempts: 3), identifierHashing: hashing)
         driver.connected()
         let first = driver.command(.subscribe(echo42))
         #expect(first.startedTimers == [guarantorEcho42: .milliseconds(500)])
@@ -488,9 +493,9 @@ struct ActionCableMachineTests {
         #expect(driver.fire(guarantorEcho42).sentTexts.count == 100)
     }
 
-    @Test("unsubscribe then subscribe of the same identifier waits for the settle timer")
-    func unsubscribeThenSubscribe() {
-        var driver = MachineDriver()
+    @Test("unsubscribe then subscribe of the same identifier waits for the settle timer", arguments: identifierHashings)
+    func unsubscribeThenSubscribe(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         driver.command(.subscribe(echo42))
         driver.receive(confirmEcho42)
@@ -507,9 +512,9 @@ struct ActionCableMachineTests {
         #expect(driver.receive(confirmEcho42).subscribed == [echo42])
     }
 
-    @Test("leaving while still settling sends nothing; the settle timer then has nothing to send")
-    func leaveWhileSettling() {
-        var driver = MachineDriver()
+    @Test("leaving while still settling sends nothing; the settle timer then has nothing to send", arguments: identifierHashings)
+    func leaveWhileSettling(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         driver.command(.subscribe(echo42))
         driver.command(.unsubscribe(echo42))
@@ -654,9 +659,9 @@ struct ActionCableMachineTests {
         #expect(error.message.contains("actioncable-v1-json"))
     }
 
-    @Test("a new connection forgets the old one's subscriptions and settling identifiers")
-    func resetOnEnd() {
-        var driver = MachineDriver()
+    @Test("a new connection forgets the old one's subscriptions and settling identifiers", arguments: identifierHashings)
+    func resetOnEnd(hashing: ActionCableSubscriptionTable.Hashing) {
+        var driver = MachineDriver(identifierHashing: hashing)
         driver.connected()
         driver.command(.subscribe(echo42))
         driver.receive(confirmEcho42)

@@ -13,6 +13,12 @@ extension JSONValue {
         return String(decoding: buffer, as: UTF8.self)
     }
 
+    /// Appends the JSON string literal of the UTF-8 text `utf8` to `buffer`: the bytes `.string` of the same
+    /// text writes, without making a `String`.
+    package static func writeString(utf8: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
+        JSONSerializer.writeString(utf8: utf8, into: &buffer)
+    }
+
     /// Appends the compact JSON text of ``serialized()`` to `buffer` as UTF-8.
     package func write(into buffer: inout [UInt8]) {
         switch self {
@@ -81,19 +87,11 @@ enum JSONSerializer {
     /// Writes `string` quoted, escaping `"`, `\` and the control characters U+0000–U+001F
     /// (`\n`, `\r`, `\t` in short form, the rest as `\u00XX`).
     static func writeString(_ string: String, into buffer: inout [UInt8]) {
-        buffer.append(UInt8(ascii: "\""))
         let wroteContiguous: Void? = string.utf8.withContiguousStorageIfAvailable { utf8 in
-            var runStart = 0
-            for position in 0..<utf8.count {
-                let byte = utf8[position]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<position]))
-                writeEscape(byte, into: &buffer)
-                runStart = position + 1
-            }
-            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            writeString(utf8: utf8, into: &buffer)
         }
         if wroteContiguous == nil {
+            buffer.append(UInt8(ascii: "\""))
             for byte in string.utf8 {
                 if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
                     writeEscape(byte, into: &buffer)
@@ -101,7 +99,22 @@ enum JSONSerializer {
                     buffer.append(byte)
                 }
             }
+            buffer.append(UInt8(ascii: "\""))
         }
+    }
+
+    /// ``writeString(_:into:)`` for text already in UTF-8: the same bytes, without making a `String`.
+    static func writeString(utf8: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "\""))
+        var runStart = 0
+        for position in 0..<utf8.count {
+            let byte = utf8[position]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<position]))
+            writeEscape(byte, into: &buffer)
+            runStart = position + 1
+        }
+        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         buffer.append(UInt8(ascii: "\""))
     }
 
