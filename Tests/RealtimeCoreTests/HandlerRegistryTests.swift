@@ -78,6 +78,56 @@ struct HandlerRegistryTests {
         #expect(take() == [])
     }
 
+    @Test("a wildcard handler is found after others of its kind came and went, on events over many channels",
+          arguments: ["channel-wide", "name-wide", "session-wide"])
+    func wildcardKindsAfterChurn(kind: String) {
+        let registry = HandlerRegistry()
+        let calls = Locked<[String]>([])
+        func take() -> [String] { calls.withLock { list in defer { list = [] }; return list } }
+        let channels = (0..<(HandlerRegistry.routeCacheSize * 3)).map { ChannelID("c\($0)") }
+        for channel in channels { registry.add(channel: channel, event: "tick") { _ in } }
+        func addWildcard(_ label: String, once: Bool = false) -> HandlerID {
+            let record: HandlerRegistry.EventHandler = { event in
+                calls.withLock { $0.append("\(label):\(event.channel?.name ?? "-")") }
+            }
+            switch kind {
+            case "channel-wide": return registry.add(channel: "c5", event: nil, once: once, record)
+            case "name-wide": return registry.add(channel: nil, event: "tick", once: once, record)
+            default: return registry.add(channel: nil, event: nil, once: once, record)
+            }
+        }
+        func removeWildcards() {
+            switch kind {
+            case "channel-wide": registry.removeAll(channel: "c5")
+            case "name-wide": registry.remove(event: "tick", channel: nil)
+            default: registry.removeEverything()
+            }
+        }
+        func dispatchAll() { for channel in channels { registry.dispatch(event("tick", channel: channel)) } }
+        let expected = kind == "channel-wide" ? ["w:c5"] : channels.map { "w:\($0.name)" }
+
+        // By id, then through a once handler, then by the bulk removal of their scope: each time the next
+        // one (whose key may take a freed place) is still found.
+        registry.remove(id: addWildcard("gone"))
+        dispatchAll()
+        #expect(take() == [])
+        _ = addWildcard("once", once: true)
+        dispatchAll()
+        #expect(take() == [kind == "channel-wide" ? "once:c5" : "once:c0"])
+        dispatchAll()
+        #expect(take() == [])
+        _ = addWildcard("bulk")
+        removeWildcards()
+        if kind == "session-wide" {
+            for channel in channels { registry.add(channel: channel, event: "tick") { _ in } }
+        }
+        dispatchAll()
+        #expect(take() == [])
+        _ = addWildcard("w")
+        dispatchAll()
+        #expect(take() == expected)
+    }
+
     @Test("adding and removing 10,000 handlers leaves nothing behind")
     func massAddRemove() {
         let registry = HandlerRegistry()

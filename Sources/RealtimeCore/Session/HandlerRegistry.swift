@@ -8,7 +8,9 @@
 ///
 /// Events mostly repeat a few (channel, name) pairs, so dispatch remembers the sorted matches of the last
 /// few pairs it looked up and finds them by comparing names, which is cheaper than hashing them into the
-/// key table four times per event; any change to the handlers forgets them.
+/// key table; any change to the handlers forgets them. Other pairs (events spread over many channels) cost
+/// one lookup of their exact key, and one more per kind of wildcard handler the session has
+/// (channel-wide, session-wide for a name, or for everything).
 package final class HandlerRegistry: Sendable {
     /// A handler for received events.
     package typealias EventHandler = @Sendable (RealtimeEvent) -> Void
@@ -78,6 +80,10 @@ package final class HandlerRegistry: Sendable {
         /// Adapters' taps; like persistent handlers, only `remove(_:)` removes them.
         var taps: [(id: HandlerID, channel: ChannelID?, tap: Tap)] = []
         var nextSequence: UInt64 = 0
+        /// How many keys of each wildcard kind `slotOfKey` holds: dispatch looks up no key of a kind with none.
+        var channelWideKeys = 0
+        var sessionEventKeys = 0
+        var sessionWideKeys = 0
 
         var handlerCount: Int { slotOfHandler.count }
 
@@ -90,10 +96,12 @@ package final class HandlerRegistry: Sendable {
                 slot = free
                 lists[Int(slot)].key = key
                 slotOfKey[key] = slot
+                countWildcard(key, by: 1)
             } else {
                 slot = UInt32(lists.count)
                 lists.append(List(key: key, entries: []))
                 slotOfKey[key] = slot
+                countWildcard(key, by: 1)
             }
             lists[Int(slot)].entries.append(entry)
             slotOfHandler[entry.id] = slot
@@ -126,10 +134,20 @@ package final class HandlerRegistry: Sendable {
             return false
         }
 
+        private mutating func countWildcard(_ key: Key, by delta: Int) {
+            switch (key.channel, key.event) {
+            case (_?, _?): return
+            case (_?, nil): channelWideKeys += delta
+            case (nil, _?): sessionEventKeys += delta
+            case (nil, nil): sessionWideKeys += delta
+            }
+        }
+
         /// Frees the slot of a list left without handlers.
         private mutating func freeIfEmpty(_ slot: UInt32) {
             guard lists[Int(slot)].entries.isEmpty else { return }
             slotOfKey[lists[Int(slot)].key] = nil
+            countWildcard(lists[Int(slot)].key, by: -1)
             if slotOfKey.isEmpty {
                 lists = []
                 freeSlots = []
@@ -156,17 +174,24 @@ package final class HandlerRegistry: Sendable {
             freeIfEmpty(slot)
         }
 
-        /// Appends the entries under `key` to `matches`, taking the `once` ones out of the list.
-        mutating func take(_ key: Key, into matches: inout [Entry]) {
-            guard let slot = slotOfKey[key] else { return }
+        /// Appends the entries under `key` to `matches`, taking the `once` ones out of the list. Returns
+        /// whether there were any.
+        @discardableResult
+        mutating func take(_ key: Key, into matches: inout [Entry]) -> Bool {
+            guard let slot = slotOfKey[key] else { return false }
             let entries = lists[Int(slot)].entries
-            matches.append(contentsOf: entries)
+            if matches.isEmpty {
+                matches = entries  // the list's own storage, shared until either changes
+            } else {
+                matches.append(contentsOf: entries)
+            }
             if entries.contains(where: \.once) {
                 routes.removeAll(keepingCapacity: true)
                 for entry in entries where entry.once { slotOfHandler[entry.id] = nil }
                 lists[Int(slot)].entries = entries.filter { !$0.once }
                 freeIfEmpty(slot)
             }
+            return !entries.isEmpty
         }
     }
 
@@ -275,13 +300,18 @@ package final class HandlerRegistry: Sendable {
                 return route.entries
             }
             var matches: [Entry] = []
+            var listsMatched = 0  // each list is in registration order already
             if let channel = event.channel {
-                storage.take(Key(channel: channel, event: event.name), into: &matches)
-                storage.take(Key(channel: channel, event: nil), into: &matches)
+                if storage.take(Key(channel: channel, event: event.name), into: &matches) { listsMatched += 1 }
+                if storage.channelWideKeys > 0, storage.take(Key(channel: channel, event: nil), into: &matches) {
+                    listsMatched += 1
+                }
             }
-            storage.take(Key(channel: nil, event: event.name), into: &matches)
-            storage.take(Key(channel: nil, event: nil), into: &matches)
-            if matches.count > 1 { matches.sort { $0.order < $1.order } }
+            if storage.sessionEventKeys > 0, storage.take(Key(channel: nil, event: event.name), into: &matches) {
+                listsMatched += 1
+            }
+            if storage.sessionWideKeys > 0, storage.take(Key(channel: nil, event: nil), into: &matches) { listsMatched += 1 }
+            if listsMatched > 1 { matches.sort { $0.order < $1.order } }
             // A `once` match changed the lists (which emptied the cache); the next lookup differs.
             if !matches.contains(where: \.once) {
                 if storage.routes.count == Self.routeCacheSize { storage.routes.removeFirst() }
