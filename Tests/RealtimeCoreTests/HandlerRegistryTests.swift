@@ -128,6 +128,32 @@ struct HandlerRegistryTests {
         #expect(take() == expected)
     }
 
+    @Test("events spread over many channels replace remembered routes rarely; a busy pair is soon remembered again")
+    func routeAdmission() {
+        let registry = HandlerRegistry()
+        let channels = (0..<64).map { ChannelID("c\($0)") }
+        for channel in channels { registry.add(channel: channel, event: "tick") { _ in } }
+        func remembered() -> [ChannelID] { channels.filter { registry.remembersRoute(channel: $0, event: "tick") } }
+        for channel in channels.prefix(HandlerRegistry.routeCacheSize) { registry.dispatch(event("tick", channel: channel)) }
+        let first = remembered()
+        #expect(first == Array(channels.prefix(HandlerRegistry.routeCacheSize)))
+        // Misses without a hit: one route replaced per eight misses, not one per miss.
+        for channel in channels[HandlerRegistry.routeCacheSize..<(HandlerRegistry.routeCacheSize + 7)] {
+            registry.dispatch(event("tick", channel: channel))
+        }
+        #expect(remembered() == first)
+        registry.dispatch(event("tick", channel: channels[40]))
+        #expect(remembered() == Array(first.dropFirst()) + [channels[40]])
+        // A hit lets the next miss in at once, so a new pair of busy channels is remembered after a round.
+        registry.dispatch(event("tick", channel: channels[40]))
+        for _ in 0..<2 {
+            registry.dispatch(event("tick", channel: channels[50]))
+            registry.dispatch(event("tick", channel: channels[51]))
+        }
+        #expect(registry.remembersRoute(channel: channels[50], event: "tick"))
+        #expect(registry.remembersRoute(channel: channels[51], event: "tick"))
+    }
+
     @Test("adding and removing 10,000 handlers leaves nothing behind")
     func massAddRemove() {
         let registry = HandlerRegistry()

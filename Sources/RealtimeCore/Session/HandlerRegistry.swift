@@ -63,6 +63,8 @@ package final class HandlerRegistry: Sendable {
 
     /// How many (channel, event name) pairs dispatch remembers: a linear scan of this many beats a hash.
     package static let routeCacheSize = 4
+    /// How many missed lookups in a row let a new route replace one that is never used.
+    static let admitAfterMisses = 8
 
     /// Each handler costs its entry and a 20-byte bucket in `slotOfHandler`; a key is stored once, in its
     /// list, however many handlers share it.
@@ -74,6 +76,10 @@ package final class HandlerRegistry: Sendable {
         var slotOfHandler: [HandlerID: UInt32] = [:]
         /// Remembered lookups, most recently added last; emptied by every change to the lists.
         var routes: [Route] = []
+        /// Lookups missed since a route was last added, or ``admitAfterMisses`` once a remembered one is
+        /// used: when `routes` is full, a new route replaces the oldest only at that count, so that events
+        /// spread over many channels do not churn them, while a new busy pair still gets in soon.
+        var missesSinceAdmission = 0
         var stateObservers: [(id: HandlerID, persistent: Bool, handler: StateHandler)] = []
         var errorObservers: [(id: HandlerID, handler: ErrorHandler)] = []
         var lifecycleObservers: [(id: HandlerID, channel: ChannelID?, handler: LifecycleHandler)] = []
@@ -297,6 +303,7 @@ package final class HandlerRegistry: Sendable {
     package func dispatch(_ event: RealtimeEvent) {
         let matches = storage.withLock { storage -> [Entry] in
             for route in storage.routes where route.event == event.name && route.channel == event.channel {
+                storage.missesSinceAdmission = Self.admitAfterMisses
                 return route.entries
             }
             var matches: [Entry] = []
@@ -313,13 +320,21 @@ package final class HandlerRegistry: Sendable {
             if storage.sessionWideKeys > 0, storage.take(Key(channel: nil, event: nil), into: &matches) { listsMatched += 1 }
             if listsMatched > 1 { matches.sort { $0.order < $1.order } }
             // A `once` match changed the lists (which emptied the cache); the next lookup differs.
-            if !matches.contains(where: \.once) {
+            storage.missesSinceAdmission += 1
+            if !matches.contains(where: \.once),
+               storage.routes.count < Self.routeCacheSize || storage.missesSinceAdmission >= Self.admitAfterMisses {
                 if storage.routes.count == Self.routeCacheSize { storage.routes.removeFirst() }
                 storage.routes.append(Route(channel: event.channel, event: event.name, entries: matches))
+                storage.missesSinceAdmission = 0
             }
             return matches
         }
         for entry in matches { entry.handler(event) }
+    }
+
+    /// Whether dispatch remembers the matches of (`channel`, `event`): for tests of the route policy.
+    package func remembersRoute(channel: ChannelID?, event: String) -> Bool {
+        storage.withLock { $0.routes.contains { $0.channel == channel && $0.event == event } }
     }
 
     /// Shows `deliveries` to the taps, in order, outside the lock, and puts what each tap returns just before
