@@ -229,9 +229,8 @@
                 }
                 return
             }
-            channel = subscriptions[found].channel
             // The server's own text (not always the literal), so that the next frame compares equal.
-            subscriptions.remember(rawIdentifier, routesTo: found)
+            channel = subscriptions.remember(rawIdentifier, routesTo: found)
         }
         guard messageDeferred else {
             let value = members["message"] ?? .null

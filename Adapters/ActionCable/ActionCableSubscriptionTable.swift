@@ -76,8 +76,9 @@ struct ActionCableSubscriptionTable {
         return literal.withUTF8 { bytes in key(of: UnsafeRawBufferPointer(bytes)) }
     }
 
-    private mutating func key(of literal: UnsafeRawBufferPointer) -> Key? {
-        let hash = hash(literal)
+    /// The key of the subscription whose literal is `literal`, whose hash is `hash`.
+    private mutating func key(of literal: UnsafeRawBufferPointer, hash: Int? = nil) -> Key? {
+        let hash = hash ?? self.hash(literal)
         for offset in 0...longestRun {
             let key = hash &+ offset
             guard let entry = entries[key] else { continue }
@@ -108,12 +109,12 @@ struct ActionCableSubscriptionTable {
         var literal = literal
         literal.withUTF8 { bytes in
             let literal = UnsafeRawBufferPointer(bytes)
-            if let key = key(of: literal) {
+            let hash = hash(literal)
+            if let key = key(of: literal, hash: hash) {
                 entries[key] = subscription
                 forgetRoutes()
                 return
             }
-            let hash = hash(literal)
             var offset = 0
             while entries[hash &+ offset] != nil { offset += 1 }
             entries[hash &+ offset] = subscription
@@ -154,8 +155,10 @@ struct ActionCableSubscriptionTable {
         }
     }
 
-    /// Routes broadcasts whose identifier the server writes as `text` to the subscription at `key`.
-    mutating func remember(_ text: Substring, routesTo key: Key) {
+    /// Routes broadcasts whose identifier the server writes as `text` to the subscription at `key`, and
+    /// returns its channel.
+    @discardableResult
+    mutating func remember(_ text: Substring, routesTo key: Key) -> ChannelID {
         var text = text
         let channel = self[key].channel
         text.withUTF8 { utf8 in
@@ -166,6 +169,7 @@ struct ActionCableSubscriptionTable {
             routes[nextRoute].channel = channel
             nextRoute = (nextRoute + 1) % Self.routeCapacity
         }
+        return channel
     }
 
     private mutating func forgetRoutes() {

@@ -98,14 +98,14 @@ package final class HandlerRegistry: Sendable {
             let slot: UInt32
             if let known = slotOfKey[key] {
                 slot = known
-            } else if let free = freeSlots.popLast() {
-                slot = free
-                lists[Int(slot)].key = key
-                slotOfKey[key] = slot
-                countWildcard(key, by: 1)
             } else {
-                slot = UInt32(lists.count)
-                lists.append(List(key: key, entries: []))
+                if let free = freeSlots.popLast() {
+                    slot = free
+                    lists[Int(slot)].key = key
+                } else {
+                    slot = UInt32(lists.count)
+                    lists.append(List(key: key, entries: []))
+                }
                 slotOfKey[key] = slot
                 countWildcard(key, by: 1)
             }
@@ -181,7 +181,7 @@ package final class HandlerRegistry: Sendable {
         }
 
         /// Appends the entries under `key` to `matches`, taking the `once` ones out of the list. Returns
-        /// whether there were any.
+        /// whether `key` has a list (a list always has entries).
         @discardableResult
         mutating func take(_ key: Key, into matches: inout [Entry]) -> Bool {
             guard let slot = slotOfKey[key] else { return false }
@@ -197,7 +197,7 @@ package final class HandlerRegistry: Sendable {
                 lists[Int(slot)].entries = entries.filter { !$0.once }
                 freeIfEmpty(slot)
             }
-            return !entries.isEmpty
+            return true
         }
     }
 
@@ -319,8 +319,8 @@ package final class HandlerRegistry: Sendable {
             }
             if storage.sessionWideKeys > 0, storage.take(Key(channel: nil, event: nil), into: &matches) { listsMatched += 1 }
             if listsMatched > 1 { matches.sort { $0.order < $1.order } }
-            // A `once` match changed the lists (which emptied the cache); the next lookup differs.
             storage.missesSinceAdmission += 1
+            // A `once` match changed the lists (which emptied the cache); the next lookup differs.
             if !matches.contains(where: \.once),
                storage.routes.count < Self.routeCacheSize || storage.missesSinceAdmission >= Self.admitAfterMisses {
                 if storage.routes.count == Self.routeCacheSize { storage.routes.removeFirst() }
