@@ -5,8 +5,9 @@
 /// - `welcome` makes the session connected; the engine then subscribes every channel it holds.
 /// - Every subscription is keyed by its identifier as a JSON string literal, built from the channel: the
 ///   text the commands carry and Rails echoes back unchanged, so incoming frames are routed by their own
-///   text, without decoding it (``ActionCableSubscriptionTable``, which keeps the literals of the
-///   subscriptions used last only). Broadcasts are delivered while the subscription is still pending.
+///   text, without decoding it (``ActionCableSubscriptionTable``, which keeps at most 1,024 of the
+///   literals and writes any other again to compare). Broadcasts are delivered while the subscription is
+///   still pending.
 /// - A broadcast is delivered under the name read from its message (``ActionCableDialect/eventNameKeys``),
 ///   `"message"` when none names it; its `data` is the whole message, kept as text (checked) until read.
 /// - Unanswered `subscribe`s are resent (the guarantor) up to a cap, then fail with `.timedOut`. One

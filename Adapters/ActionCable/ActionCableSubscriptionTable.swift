@@ -4,11 +4,12 @@ import Foundation
 /// A connection's subscriptions by identifier literal, without keeping the literals.
 ///
 /// Each entry is keyed by a hash of its identifier literal, and a lookup checks the whole literal, so a
-/// subscription costs no string of its own (an Action Cable app may hold thousands). The literals of the
-/// subscriptions used last (at most ``hotCapacity``) are kept to compare; any other is written again from
-/// its channel: a session with up to a thousand subscriptions keeps every literal, and one with ten
-/// thousand keeps about a thousand of them. Identifiers whose hashes are equal take the next free keys; every lookup tries each key
-/// up to the longest such run since the table was last empty.
+/// subscription costs no string of its own (an Action Cable app may hold thousands). At most
+/// ``hotCapacity`` literals are kept to compare; any other is written again from its channel, and then
+/// kept in the place of an arbitrary kept one. A session with up to a thousand subscriptions keeps every
+/// literal; one with ten thousand keeps about a thousand of them. Identifiers whose hashes are equal take
+/// the next free keys; every lookup tries each key up to the longest such run since the table was last
+/// empty.
 ///
 /// Broadcasts are routed through a cache of the last few identifier texts the server wrote and their
 /// channels, compared byte for byte, so that a stream on a few channels needs no lookup per frame.
@@ -27,23 +28,27 @@ struct ActionCableSubscriptionTable {
         var phase: Phase
     }
 
-    /// How literals are hashed: `.standard` is FNV-1a over their bytes; `.fixed` gives every literal one
-    /// hash, so that tests reach the collision path.
+    /// How literals are hashed: `.standard` is FNV-1a over their bytes. For tests of the collision path,
+    /// `.fixed` gives every literal one hash, and `.lowBits` keeps that many bits of the standard hash, so
+    /// that runs of different hashes overlap.
     enum Hashing: Sendable {
         case standard
         case fixed(Int)
+        case lowBits(Int)
     }
 
     /// Where a subscription is: its key does not change while it is held.
     typealias Key = Int
 
     private(set) var entries: [Key: Subscription] = [:]
-    /// The literals of the entries looked up or stored last, by key: a bounded cache, so that lookups among
-    /// the busy subscriptions compare bytes instead of writing literals.
+    /// Kept literals by key, at most ``keptLiterals``: lookups of these compare bytes instead of writing
+    /// the literal again.
     private var hotLiterals: [Key: [UInt8]] = [:]
-    /// How many literals ``hotLiterals`` keeps: about 120 KiB at most for literals of 64 bytes, and no
-    /// literal written per lookup while at most this many subscriptions are busy.
+    /// How many literals a table keeps unless told otherwise: about 120 KiB at most for literals of 64
+    /// bytes, and no literal written per lookup while at most this many subscriptions are held.
     static let hotCapacity = 1024
+    /// How many literals this table keeps.
+    private let keptLiterals: Int
     /// Where entries' literals are written to compare them.
     private var buffers = LiteralBuffers()
     /// Identifier texts as the server wrote them, each with the channel it routes to; forgotten whenever
@@ -57,8 +62,11 @@ struct ActionCableSubscriptionTable {
     private var longestRun = 0
     private let hashing: Hashing
 
-    init(hashing: Hashing = .standard) {
+    /// A table hashing as `hashing` says and keeping at most `keptLiterals` literals (tests keep fewer).
+    init(hashing: Hashing = .standard, keptLiterals: Int = Self.hotCapacity) {
+        precondition(keptLiterals > 0, "a table keeps at least one literal")
         self.hashing = hashing
+        self.keptLiterals = keptLiterals
     }
 
     var isEmpty: Bool { entries.isEmpty }
@@ -92,9 +100,9 @@ struct ActionCableSubscriptionTable {
         return nil
     }
 
-    /// Keeps `literal` as the literal of the entry at `key`, in the room of another entry's when full.
+    /// Keeps `literal` as the literal of the entry at `key`, in the room of an arbitrary other's when full.
     private mutating func keepHot(_ literal: UnsafeRawBufferPointer, at key: Key) {
-        guard hotLiterals.count >= Self.hotCapacity else {
+        guard hotLiterals.count >= keptLiterals else {
             hotLiterals[key] = Array(literal)
             return
         }
@@ -179,23 +187,26 @@ struct ActionCableSubscriptionTable {
 
     private func hash(_ literal: UnsafeRawBufferPointer) -> Int {
         switch hashing {
-        case .standard:
-            // FNV-1a over 8-byte words: the dictionary hashes the result again with its own seed, and a lookup
-            // checks the whole literal, so this only has to spread literals that differ in a few bytes.
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            var offset = 0
-            while offset + 8 <= literal.count {
-                hash = (hash ^ literal.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0x100_0000_01b3
-                offset += 8
-            }
-            while offset < literal.count {
-                hash = (hash ^ UInt64(literal[offset])) &* 0x100_0000_01b3
-                offset += 1
-            }
-            return Int(truncatingIfNeeded: hash)
-        case .fixed(let value):
-            return value
+        case .standard: Self.standardHash(literal)
+        case .fixed(let value): value
+        case .lowBits(let bits): Self.standardHash(literal) & (1 << bits - 1)
         }
+    }
+
+    /// FNV-1a over 8-byte words: the dictionary hashes the result again with its own seed, and a lookup
+    /// checks the whole literal, so this only has to spread literals that differ in a few bytes.
+    private static func standardHash(_ literal: UnsafeRawBufferPointer) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var offset = 0
+        while offset + 8 <= literal.count {
+            hash = (hash ^ literal.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0x100_0000_01b3
+            offset += 8
+        }
+        while offset < literal.count {
+            hash = (hash ^ UInt64(literal[offset])) &* 0x100_0000_01b3
+            offset += 1
+        }
+        return Int(truncatingIfNeeded: hash)
     }
 }
 

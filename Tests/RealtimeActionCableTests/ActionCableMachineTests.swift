@@ -92,9 +92,10 @@ extension Array where Element == DialectAction {
     }
 }
 
-/// Standard hashing, and every identifier on one hash (at either end of `Int`, so that keys wrap): tests of
-/// subscriptions run with each, so the collision path is taken as often as the usual one.
-let identifierHashings: [ActionCableSubscriptionTable.Hashing] = [.standard, .fixed(0), .fixed(.max)]
+/// Standard hashing, every identifier on one hash (at either end of `Int`, so that keys wrap), and one bit
+/// of the standard hash (runs of two hashes overlap): tests of subscriptions run with each, so the
+/// collision path is taken as often as the usual one.
+let identifierHashings: [ActionCableSubscriptionTable.Hashing] = [.standard, .fixed(0), .fixed(.max), .lowBits(1)]
 
 let echo42 = ChannelID("EchoChannel", params: ["room_id": 42])
 let echo42ID = #"{"channel":"EchoChannel","room_id":42}"#

@@ -112,4 +112,84 @@ struct ActionCableSubscriptionTableTests {
         #expect(rooms.allSatisfy { table.routedChannel(Self.literal($0)) == nil })
         #expect(table.routedChannel(spelled) == nil)
     }
+
+    @Test("the table answers as a dictionary of literals would over 20,000 seeded operations",
+          arguments: [ActionCableSubscriptionTable.Hashing.standard, .fixed(0), .fixed(.max), .lowBits(2)],
+          [3, ActionCableSubscriptionTable.hotCapacity])
+    func seededRun(hashing: ActionCableSubscriptionTable.Hashing, keptLiterals: Int) {
+        typealias Table = ActionCableSubscriptionTable
+        var generator = SeededRandomNumberGenerator(seed: 7)
+        var table = Table(hashing: hashing, keptLiterals: keptLiterals)
+        let pool = Self.channels + (0..<24).map { ChannelID("RoomChannel", params: ["room": .integer(Int64($0))]) }
+        let literals = pool.map { String(Self.literal($0)) }
+        // The model: held subscriptions by literal, and the routes as the table keeps them.
+        var held: [String: Table.Subscription] = [:]
+        var routes: [(text: String, channel: ChannelID)] = []
+        var nextRoute = 0
+        let phases: [Table.Phase] = [.settling, .pending(attempts: 1, sentAfterTick: 3), .confirmed]
+        var failures = 0
+
+        func pick(_ count: Int) -> Int { Int.random(in: 0..<count, using: &generator) }
+        func check(_ ok: Bool, _ what: @autoclosure () -> String) {
+            if !ok { failures += 1 }
+            #expect(ok, "\(what())")
+        }
+
+        for step in 0..<20_000 where failures < 5 {
+            let index = pick(pool.count)
+            let literal = literals[index]
+            switch pick(100) {
+            case 0..<20:
+                let subscription = Table.Subscription(channel: pool[index], phase: phases[pick(phases.count)])
+                table.set(subscription, literal: literal[...])
+                if held.updateValue(subscription, forKey: literal) != nil {
+                    routes = []
+                    nextRoute = 0
+                }
+            case 20..<30:
+                guard held[literal] != nil, let key = table.key(of: literal[...]) else {
+                    check(table.key(of: literal[...]) == nil, "step \(step): \(literal) found, not held")
+                    continue
+                }
+                let removed = table.remove(key)
+                check(removed?.channel == pool[index], "step \(step): removing \(literal) gave \(String(describing: removed))")
+                held[literal] = nil
+                routes = []
+                nextRoute = 0
+            case 30..<32 where pick(10) == 0:
+                table.removeAll()
+                held = [:]
+                routes = []
+                nextRoute = 0
+            case 32..<40:
+                guard let key = table.key(of: literal[...]) else { continue }
+                let phase = phases[pick(phases.count)]
+                table.setPhase(phase, at: key)
+                held[literal]?.phase = phase
+            case 40..<55:
+                // A server's own spelling (a trailing space here) routes like any other text.
+                let text = pick(2) == 0 ? literal : literal + " "
+                guard held[literal] != nil, let key = table.key(of: literal[...]) else { continue }
+                check(table.remember(text[...], routesTo: key) == pool[index], "step \(step): remember \(text)")
+                if routes.count < Table.routeCapacity {
+                    routes.append((text, pool[index]))
+                } else {
+                    routes[nextRoute] = (text, pool[index])
+                    nextRoute = (nextRoute + 1) % Table.routeCapacity
+                }
+            case 55..<70:
+                let text = pick(2) == 0 ? literal : literal + " "
+                let expected = routes.first { $0.text == text }?.channel
+                check(table.routedChannel(text[...]) == expected, "step \(step): route of \(text)")
+            default:
+                let key = table.key(of: literal[...])
+                let expected = held[literal]
+                check(key.map { table[$0].channel } == expected?.channel, "step \(step): lookup of \(literal)")
+                check(key.map { table[$0].phase } == expected?.phase, "step \(step): phase of \(literal)")
+                // A text no subscription has is never found, however its hash falls.
+                check(table.key(of: (literal + " ")[...]) == nil, "step \(step): \(literal) with a space found")
+            }
+            check(table.entries.count == held.count, "step \(step): \(table.entries.count) entries, \(held.count) held")
+        }
+    }
 }
