@@ -34,11 +34,7 @@ package final class SerialMailbox<Input: Sendable>: Sendable {
         // capacity is let go, so that a session does not hold it for good.
         var batch: [Input] = []
         while true {
-            if batch.capacity > Self.keptCapacity {
-                batch = []
-            } else {
-                batch.removeAll(keepingCapacity: true)
-            }
+            batch.removeAll(keepingRoomUpTo: Self.keptCapacity)
             state.withLock { state in
                 swap(&state.inputs, &batch)
                 if batch.isEmpty { state.draining = false }

@@ -462,11 +462,7 @@ public struct WebSocketCodec: Sendable {
         }
         messageOpcode = nil
         messageFragments = 0
-        if messageBytes.capacity > Self.retainedMessageCapacity {
-            messageBytes = []
-        } else {
-            messageBytes.removeAll(keepingCapacity: true)
-        }
+        messageBytes.removeAll(keepingRoomUpTo: Self.retainedMessageCapacity)
     }
 
     private mutating func handleControl(_ head: FrameHead, payload raw: UnsafeRawBufferPointer,

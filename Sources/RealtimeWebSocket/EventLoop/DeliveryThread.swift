@@ -91,11 +91,7 @@ final class DeliveryThread: Sendable {
             switch next {
             case .run:
                 for work in batch { work() }
-                if batch.capacity > Self.keptCapacity {
-                    batch = []
-                } else {
-                    batch.removeAll(keepingCapacity: true)
-                }
+                batch.removeAll(keepingRoomUpTo: Self.keptCapacity)
             case .sleep:
                 wake.wait()
             case .end:

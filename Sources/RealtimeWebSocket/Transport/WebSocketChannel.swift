@@ -443,7 +443,7 @@ final class WebSocketChannel: LoopHandler {
         }
         if outboundStart == outbound.count {
             // Idle connections keep no big buffer.
-            if outbound.capacity > 16 * 1024 { outbound = [] } else { outbound.removeAll(keepingCapacity: true) }
+            outbound.removeAll(keepingRoomUpTo: 16 * 1024)
             outboundStart = 0
         } else if outboundStart > 64 * 1024, outboundStart * 2 > outbound.count {
             outbound.removeFirst(outboundStart)
