@@ -36,6 +36,23 @@ public struct ChannelID: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
         return sorted
     }
 
+    /// Whether two channels have the same name and parameters, in whatever order the parameters were given.
+    // Written out so that a channel without parameters (every Pusher and Socket.IO one) is compared by name
+    // alone: the synthesized one goes through the generic array code, with retains and releases, on every
+    // handler lookup.
+    public static func == (lhs: ChannelID, rhs: ChannelID) -> Bool {
+        guard lhs.name == rhs.name else { return false }
+        if lhs.sortedParams.isEmpty { return rhs.sortedParams.isEmpty }
+        return lhs.sortedParams == rhs.sortedParams
+    }
+
+    /// Hashes the name and the parameters, consistently with `==`.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(sortedParams.count)
+        for param in sortedParams { hasher.combine(param) }
+    }
+
     /// Whether the channel has Action Cable parameters, without building the dictionary.
     package var hasParams: Bool { !sortedParams.isEmpty }
 

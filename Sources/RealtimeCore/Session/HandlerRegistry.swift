@@ -27,6 +27,25 @@ package final class HandlerRegistry: Sendable {
     private struct Key: Hashable {
         var channel: ChannelID?
         var event: String?
+
+        // Written out: the synthesized ones copy the optional channel, a retain and a release per field,
+        // on every lookup.
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            guard lhs.event == rhs.event else { return false }
+            guard let left = lhs.channel else { return rhs.channel == nil }
+            guard let right = rhs.channel else { return false }
+            return left == right
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(event)
+            if let channel {
+                hasher.combine(true)
+                channel.hash(into: &hasher)
+            } else {
+                hasher.combine(false)
+            }
+        }
     }
 
     /// One handler: 40 bytes. Its key is that of the list holding it.
@@ -51,7 +70,17 @@ package final class HandlerRegistry: Sendable {
     /// The handlers of one key, in registration order.
     private struct List {
         var key: Key
-        var entries: [Entry]
+        var entries: [Entry] {
+            didSet { hasOnce = entries.contains(where: \.once) }
+        }
+        /// Whether any entry is `once`: kept on change, so that dispatch need not look.
+        private(set) var hasOnce = false
+
+        init(key: Key, entries: [Entry]) {
+            self.key = key
+            self.entries = entries
+            hasOnce = entries.contains(where: \.once)
+        }
     }
 
     /// The matches of one (channel, event name) pair, in registration order, none of them `once`.
@@ -180,10 +209,10 @@ package final class HandlerRegistry: Sendable {
             freeIfEmpty(slot)
         }
 
-        /// Appends the entries under `key` to `matches`, taking the `once` ones out of the list. Returns
-        /// whether `key` has a list (a list always has entries).
+        /// Appends the entries under `key` to `matches`, taking the `once` ones out of the list (and then
+        /// setting `tookOnce`). Returns whether `key` has a list (a list always has entries).
         @discardableResult
-        mutating func take(_ key: Key, into matches: inout [Entry]) -> Bool {
+        mutating func take(_ key: Key, into matches: inout [Entry], tookOnce: inout Bool) -> Bool {
             guard let slot = slotOfKey[key] else { return false }
             let entries = lists[Int(slot)].entries
             if matches.isEmpty {
@@ -191,7 +220,8 @@ package final class HandlerRegistry: Sendable {
             } else {
                 matches.append(contentsOf: entries)
             }
-            if entries.contains(where: \.once) {
+            if lists[Int(slot)].hasOnce {
+                tookOnce = true
                 routes.removeAll(keepingCapacity: true)
                 for entry in entries where entry.once { slotOfHandler[entry.id] = nil }
                 lists[Int(slot)].entries = entries.filter { !$0.once }
@@ -301,30 +331,34 @@ package final class HandlerRegistry: Sendable {
 
     /// Calls every handler matching `event`, in registration order, outside the lock.
     package func dispatch(_ event: RealtimeEvent) {
+        // Read once: each read of an event's channel copies it, with a retain and a release per field.
+        let name = event.name
+        let eventChannel = event.channel
         let matches = storage.withLock { storage -> [Entry] in
-            for route in storage.routes where route.event == event.name && route.channel == event.channel {
+            // Matched in place: iterating would copy each route, with a retain and release per field.
+            if let hit = storage.routes.firstIndex(where: { $0.event == name && $0.channel == eventChannel }) {
                 storage.missesSinceAdmission = Self.admitAfterMisses
-                return route.entries
+                return storage.routes[hit].entries
             }
             var matches: [Entry] = []
             var listsMatched = 0  // each list is in registration order already
-            if let channel = event.channel {
-                if storage.take(Key(channel: channel, event: event.name), into: &matches) { listsMatched += 1 }
-                if storage.channelWideKeys > 0, storage.take(Key(channel: channel, event: nil), into: &matches) {
-                    listsMatched += 1
-                }
+            var tookOnce = false
+            func take(_ key: Key) {
+                if storage.take(key, into: &matches, tookOnce: &tookOnce) { listsMatched += 1 }
             }
-            if storage.sessionEventKeys > 0, storage.take(Key(channel: nil, event: event.name), into: &matches) {
-                listsMatched += 1
+            if let channel = eventChannel {
+                take(Key(channel: channel, event: name))
+                if storage.channelWideKeys > 0 { take(Key(channel: channel, event: nil)) }
             }
-            if storage.sessionWideKeys > 0, storage.take(Key(channel: nil, event: nil), into: &matches) { listsMatched += 1 }
+            if storage.sessionEventKeys > 0 { take(Key(channel: nil, event: name)) }
+            if storage.sessionWideKeys > 0 { take(Key(channel: nil, event: nil)) }
             if listsMatched > 1 { matches.sort { $0.order < $1.order } }
             storage.missesSinceAdmission += 1
             // A `once` match changed the lists (which emptied the cache); the next lookup differs.
-            if !matches.contains(where: \.once),
+            if !tookOnce,
                storage.routes.count < Self.routeCacheSize || storage.missesSinceAdmission >= Self.admitAfterMisses {
                 if storage.routes.count == Self.routeCacheSize { storage.routes.removeFirst() }
-                storage.routes.append(Route(channel: event.channel, event: event.name, entries: matches))
+                storage.routes.append(Route(channel: eventChannel, event: name, entries: matches))
                 storage.missesSinceAdmission = 0
             }
             return matches
