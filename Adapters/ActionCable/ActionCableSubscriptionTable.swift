@@ -11,8 +11,10 @@ import Foundation
 /// the next free keys; every lookup tries each key up to the longest such run since the table was last
 /// empty.
 ///
-/// Broadcasts are routed through a cache of the last few identifier texts the server wrote and their
-/// channels, compared byte for byte, so that a stream on a few channels needs no lookup per frame.
+/// Broadcasts are routed through a cache of a few identifier texts the server wrote and their channels,
+/// compared byte for byte, so that a stream on a few channels needs no lookup per frame. Once it is full, a
+/// new text replaces the oldest only after a cached one was used or after ``admitAfterMisses`` misses in a
+/// row, so that a stream spread over many channels does not rewrite it on every frame.
 struct ActionCableSubscriptionTable {
     enum Phase: Equatable {
         /// Waiting for the settle delay after an `unsubscribe` of the same identifier.
@@ -58,6 +60,10 @@ struct ActionCableSubscriptionTable {
     private var nextRoute = 0
     /// How many routes are kept: a few, since each costs a comparison on a miss.
     static let routeCapacity = 4
+    /// Texts remembered since a route was last added, or ``admitAfterMisses`` once a route is used.
+    private var missesSinceAdmission = 0
+    /// How many missed texts in a row let a new one replace a route that is never used.
+    static let admitAfterMisses = 8
     /// How far past its hash the farthest entry went since the table was last empty.
     private var longestRun = 0
     private let hashing: Hashing
@@ -149,26 +155,32 @@ struct ActionCableSubscriptionTable {
 
     // MARK: Routes
 
-    /// The channel a broadcast whose identifier the server wrote as `text` goes to, if a recent broadcast
-    /// had exactly that text and its subscription is still held.
-    func routedChannel(_ text: Substring) -> ChannelID? {
+    /// The channel a broadcast whose identifier the server wrote as `text` goes to, if a remembered
+    /// broadcast had exactly that text and its subscription is still held.
+    mutating func routedChannel(_ text: Substring) -> ChannelID? {
         guard !routes.isEmpty else { return nil }
         var text = text
-        return text.withUTF8 { utf8 in
+        let hit = text.withUTF8 { utf8 in
             let text = UnsafeRawBufferPointer(utf8)
-            for route in routes where route.text.withUnsafeBytes({ LiteralBuffers.equal($0, text) }) {
-                return route.channel
-            }
-            return nil
+            return routes.firstIndex { $0.text.withUnsafeBytes { LiteralBuffers.equal($0, text) } }
         }
+        guard let hit else { return nil }
+        missesSinceAdmission = Self.admitAfterMisses
+        return routes[hit].channel
     }
 
-    /// Routes broadcasts whose identifier the server writes as `text` to the subscription at `key`, and
-    /// returns its channel.
+    /// The channel of the subscription at `key`, to which broadcasts whose identifier the server writes as
+    /// `text` go: remembered as a route unless the routes are full and the admission policy (see the
+    /// type's documentation) says to wait.
     @discardableResult
     mutating func remember(_ text: Substring, routesTo key: Key) -> ChannelID {
         var text = text
         let channel = self[key].channel
+        if routes.count == Self.routeCapacity {
+            missesSinceAdmission += 1
+            guard missesSinceAdmission >= Self.admitAfterMisses else { return channel }
+        }
+        missesSinceAdmission = 0
         text.withUTF8 { utf8 in
             guard routes.count == Self.routeCapacity else { return routes.append((Array(utf8), channel)) }
             // The oldest route's room is reused: a stream over many channels allocates nothing per frame.
@@ -183,6 +195,7 @@ struct ActionCableSubscriptionTable {
     private mutating func forgetRoutes() {
         routes.removeAll(keepingCapacity: true)
         nextRoute = 0
+        missesSinceAdmission = 0
     }
 
     private func hash(_ literal: UnsafeRawBufferPointer) -> Int {

@@ -91,26 +91,40 @@ struct ActionCableSubscriptionTableTests {
         for room in rooms.dropFirst(100) { #expect(table.key(of: Self.literal(room)).map { table[$0].channel } == room) }
     }
 
-    @Test("a broadcast's route is the last few identifier texts, forgotten when a subscription goes")
+    @Test("a broadcast's route is one of a few identifier texts, replaced after a hit or eight misses, forgotten when a subscription goes")
     func routes() {
-        var table = ActionCableSubscriptionTable()
+        typealias Table = ActionCableSubscriptionTable
+        var table = Table()
         let rooms = (0..<6).map { ChannelID("RoomChannel", params: ["room": .integer(Int64($0))]) }
         for room in rooms { table.set(.init(channel: room, phase: .confirmed), literal: Self.literal(room)) }
+        func key(_ room: ChannelID) -> Table.Key { table.key(of: Self.literal(room))! }
         #expect(table.routedChannel(Self.literal(rooms[0])) == nil)
-        for room in rooms { table.remember(Self.literal(room), routesTo: table.key(of: Self.literal(room))!) }
-        // The first two were replaced by the last two.
-        let kept = ActionCableSubscriptionTable.routeCapacity
+        for room in rooms { #expect(table.remember(Self.literal(room), routesTo: key(room)) == room) }
+        // The first four fill the routes; the next two wait (no route was used). A miss counts nothing.
+        let kept = Table.routeCapacity
+        #expect(table.routedChannel(Self.literal(rooms[5])) == nil)
+        // Eight misses in a row let a new text in, in the oldest route's place.
+        for _ in 0..<(Table.admitAfterMisses - 3) { table.remember(Self.literal(rooms[5]), routesTo: key(rooms[5])) }
+        #expect(table.routedChannel(Self.literal(rooms[5])) == nil)
+        table.remember(Self.literal(rooms[5]), routesTo: key(rooms[5]))
         #expect(rooms.map { table.routedChannel(Self.literal($0)) }
-                == Array(repeating: nil, count: rooms.count - kept) + rooms.suffix(kept).map(Optional.some))
+                == [nil] + rooms[1..<kept].map(Optional.some) + [nil, rooms[5]])
+        // A route was just used: the next new text gets in at once.
+        table.remember(Self.literal(rooms[4]), routesTo: key(rooms[4]))
+        #expect(table.routedChannel(Self.literal(rooms[4])) == rooms[4])
+        #expect(table.routedChannel(Self.literal(rooms[1])) == nil)
         // A server's own spelling routes as remembered.
         let spelled: Substring = #""{\"channel\":\"RoomChannel\",\"room\":\u0031}""#
-        table.remember(spelled, routesTo: table.key(of: Self.literal(rooms[1]))!)
+        table.remember(spelled, routesTo: key(rooms[1]))
         #expect(table.routedChannel(spelled) == rooms[1])
-        table.setPhase(.settling, at: table.key(of: Self.literal(rooms[5]))!)
+        table.setPhase(.settling, at: key(rooms[5]))
         #expect(table.routedChannel(Self.literal(rooms[5])) == rooms[5])
-        table.remove(table.key(of: Self.literal(rooms[0]))!)
+        table.remove(key(rooms[0]))
         #expect(rooms.allSatisfy { table.routedChannel(Self.literal($0)) == nil })
         #expect(table.routedChannel(spelled) == nil)
+        // Forgotten routes fill again without waiting.
+        table.remember(Self.literal(rooms[3]), routesTo: key(rooms[3]))
+        #expect(table.routedChannel(Self.literal(rooms[3])) == rooms[3])
     }
 
     @Test("the table answers as a dictionary of literals would over 20,000 seeded operations",
@@ -126,6 +140,7 @@ struct ActionCableSubscriptionTableTests {
         var held: [String: Table.Subscription] = [:]
         var routes: [(text: String, channel: ChannelID)] = []
         var nextRoute = 0
+        var misses = 0
         let phases: [Table.Phase] = [.settling, .pending(attempts: 1, sentAfterTick: 3), .confirmed]
         var failures = 0
 
@@ -138,13 +153,16 @@ struct ActionCableSubscriptionTableTests {
         for step in 0..<20_000 where failures < 5 {
             let index = pick(pool.count)
             let literal = literals[index]
-            switch pick(100) {
+            // Every other thousand steps a stream: no subscription changes, so the routes fill and turn over.
+            let streaming = step / 1_000 % 2 == 1
+            switch streaming ? 32 + pick(68) : pick(100) {
             case 0..<20:
                 let subscription = Table.Subscription(channel: pool[index], phase: phases[pick(phases.count)])
                 table.set(subscription, literal: literal[...])
                 if held.updateValue(subscription, forKey: literal) != nil {
                     routes = []
                     nextRoute = 0
+                    misses = 0
                 }
             case 20..<30:
                 guard held[literal] != nil, let key = table.key(of: literal[...]) else {
@@ -156,11 +174,13 @@ struct ActionCableSubscriptionTableTests {
                 held[literal] = nil
                 routes = []
                 nextRoute = 0
+                misses = 0
             case 30..<32 where pick(10) == 0:
                 table.removeAll()
                 held = [:]
                 routes = []
                 nextRoute = 0
+                misses = 0
             case 32..<40:
                 guard let key = table.key(of: literal[...]) else { continue }
                 let phase = phases[pick(phases.count)]
@@ -171,6 +191,11 @@ struct ActionCableSubscriptionTableTests {
                 let text = pick(2) == 0 ? literal : literal + " "
                 guard held[literal] != nil, let key = table.key(of: literal[...]) else { continue }
                 check(table.remember(text[...], routesTo: key) == pool[index], "step \(step): remember \(text)")
+                if routes.count == Table.routeCapacity {
+                    misses += 1
+                    guard misses >= Table.admitAfterMisses else { continue }
+                }
+                misses = 0
                 if routes.count < Table.routeCapacity {
                     routes.append((text, pool[index]))
                 } else {
@@ -180,6 +205,7 @@ struct ActionCableSubscriptionTableTests {
             case 55..<70:
                 let text = pick(2) == 0 ? literal : literal + " "
                 let expected = routes.first { $0.text == text }?.channel
+                if expected != nil { misses = Table.admitAfterMisses }
                 check(table.routedChannel(text[...]) == expected, "step \(step): route of \(text)")
             default:
                 let key = table.key(of: literal[...])
