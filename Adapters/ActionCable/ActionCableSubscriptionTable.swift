@@ -13,8 +13,8 @@ import Foundation
 ///
 /// Broadcasts are routed through a cache of a few identifier texts the server wrote and their channels,
 /// compared byte for byte, so that a stream on a few channels needs no lookup per frame. Once it is full, a
-/// new text replaces the oldest only after a cached one was used or after ``admitAfterMisses`` misses in a
-/// row, so that a stream spread over many channels does not rewrite it on every frame.
+/// new text replaces the oldest only as `RouteAdmission` allows (after a hit or ``admitAfterMisses`` misses
+/// in a row), so that a stream spread over many channels does not rewrite it on every frame.
 struct ActionCableSubscriptionTable {
     enum Phase: Equatable {
         /// Waiting for the settle delay after an `unsubscribe` of the same identifier.
@@ -60,10 +60,10 @@ struct ActionCableSubscriptionTable {
     private var nextRoute = 0
     /// How many routes are kept: a few, since each costs a comparison on a miss.
     static let routeCapacity = 4
-    /// Texts remembered since a route was last added, or ``admitAfterMisses`` once a route is used.
-    private var missesSinceAdmission = 0
+    /// When a new text replaces a route.
+    private var admission = RouteAdmission()
     /// How many missed texts in a row let a new one replace a route that is never used.
-    static let admitAfterMisses = 8
+    static let admitAfterMisses = RouteAdmission.missesToAdmit
     /// How far past its hash the farthest entry went since the table was last empty.
     private var longestRun = 0
     private let hashing: Hashing
@@ -165,7 +165,7 @@ struct ActionCableSubscriptionTable {
             return routes.firstIndex { $0.text.withUnsafeBytes { LiteralBuffers.equal($0, text) } }
         }
         guard let hit else { return nil }
-        missesSinceAdmission = Self.admitAfterMisses
+        admission.noteHit()
         return routes[hit].channel
     }
 
@@ -176,11 +176,7 @@ struct ActionCableSubscriptionTable {
     mutating func remember(_ text: Substring, routesTo key: Key) -> ChannelID {
         var text = text
         let channel = self[key].channel
-        if routes.count == Self.routeCapacity {
-            missesSinceAdmission += 1
-            guard missesSinceAdmission >= Self.admitAfterMisses else { return channel }
-        }
-        missesSinceAdmission = 0
+        guard admission.admitsMiss(cacheFull: routes.count == Self.routeCapacity) else { return channel }
         text.withUTF8 { utf8 in
             guard routes.count == Self.routeCapacity else { return routes.append((Array(utf8), channel)) }
             // The oldest route's room is reused: a stream over many channels allocates nothing per frame.
@@ -195,7 +191,6 @@ struct ActionCableSubscriptionTable {
     private mutating func forgetRoutes() {
         routes.removeAll(keepingCapacity: true)
         nextRoute = 0
-        missesSinceAdmission = 0
     }
 
     private func hash(_ literal: UnsafeRawBufferPointer) -> Int {

@@ -92,8 +92,6 @@ package final class HandlerRegistry: Sendable {
 
     /// How many (channel, event name) pairs dispatch remembers: a linear scan of this many beats a hash.
     package static let routeCacheSize = 4
-    /// How many missed lookups in a row let a new route replace one that is never used.
-    static let admitAfterMisses = 8
 
     /// Each handler costs its entry and a 20-byte bucket in `slotOfHandler`; a key is stored once, in its
     /// list, however many handlers share it.
@@ -105,10 +103,8 @@ package final class HandlerRegistry: Sendable {
         var slotOfHandler: [HandlerID: UInt32] = [:]
         /// Remembered lookups, most recently added last; emptied by every change to the lists.
         var routes: [Route] = []
-        /// Lookups missed since a route was last added, or ``admitAfterMisses`` once a remembered one is
-        /// used: when `routes` is full, a new route replaces the oldest only at that count, so that events
-        /// spread over many channels do not churn them, while a new busy pair still gets in soon.
-        var missesSinceAdmission = 0
+        /// When a missed lookup's route replaces a remembered one.
+        var admission = RouteAdmission()
         var stateObservers: [(id: HandlerID, persistent: Bool, handler: StateHandler)] = []
         var errorObservers: [(id: HandlerID, handler: ErrorHandler)] = []
         var lifecycleObservers: [(id: HandlerID, channel: ChannelID?, handler: LifecycleHandler)] = []
@@ -337,7 +333,7 @@ package final class HandlerRegistry: Sendable {
         let matches = storage.withLock { storage -> [Entry] in
             // Matched in place: iterating would copy each route, with a retain and release per field.
             if let hit = storage.routes.firstIndex(where: { $0.event == name && $0.channel == eventChannel }) {
-                storage.missesSinceAdmission = Self.admitAfterMisses
+                storage.admission.noteHit()
                 return storage.routes[hit].entries
             }
             var matches: [Entry] = []
@@ -353,13 +349,10 @@ package final class HandlerRegistry: Sendable {
             if storage.sessionEventKeys > 0 { take(Key(channel: nil, event: name)) }
             if storage.sessionWideKeys > 0 { take(Key(channel: nil, event: nil)) }
             if listsMatched > 1 { matches.sort { $0.order < $1.order } }
-            storage.missesSinceAdmission += 1
             // A `once` match changed the lists (which emptied the cache); the next lookup differs.
-            if !tookOnce,
-               storage.routes.count < Self.routeCacheSize || storage.missesSinceAdmission >= Self.admitAfterMisses {
+            if !tookOnce, storage.admission.admitsMiss(cacheFull: storage.routes.count == Self.routeCacheSize) {
                 if storage.routes.count == Self.routeCacheSize { storage.routes.removeFirst() }
                 storage.routes.append(Route(channel: eventChannel, event: name, entries: matches))
-                storage.missesSinceAdmission = 0
             }
             return matches
         }
