@@ -35,35 +35,3 @@ struct RealtimeErrorDescriptionTests {
         #expect(ChannelLifecycleEvent.Kind.unsubscribed.description == "unsubscribed")
     }
 }
-
-@Suite("RealtimeError values")
-struct RealtimeErrorValueTests {
-    @Test("errors are equal, and hash alike, exactly when code, message and context are")
-    func equalityFollowsEveryField() {
-        let context = RealtimeError.Context(closeCode: 4001, channel: ChannelID("/chat"), detail: "gone")
-        let error = RealtimeError(.connectionRefused, "refused", context: context)
-        let same = RealtimeError(.connectionRefused, "refused",
-                                 context: .init(closeCode: 4001, channel: ChannelID("/chat"), detail: "gone"))
-        #expect(error == same)
-        #expect(error.hashValue == same.hashValue)
-        #expect(Set([error, same]).count == 1)
-        #expect(error != RealtimeError(.connectionRefused, "refused"))
-        #expect(error != RealtimeError(.connectionRefused, "refused", context: .init(closeCode: 4002, channel: ChannelID("/chat"), detail: "gone")))
-        #expect(error != RealtimeError(.transportFailed, "refused", context: context))
-        #expect(error != RealtimeError(.connectionRefused, "refused!", context: context))
-    }
-
-    @Test("a context field set through the error changes that error only, and clearing it gives a plain error")
-    func contextIsAValue() {
-        let original = RealtimeError(.subscriptionRejected, "rejected", context: .init(httpStatus: 403))
-        var changed = original
-        changed.context.channel = ChannelID("private-room")
-        #expect(changed.context.channel == ChannelID("private-room"))
-        #expect(changed.context.httpStatus == 403)
-        #expect(original.context.channel == nil)
-        #expect(original != changed)
-        changed.context = RealtimeError.Context()
-        #expect(changed == RealtimeError(.subscriptionRejected, "rejected"))
-        #expect(changed.context == RealtimeError.Context())
-    }
-}

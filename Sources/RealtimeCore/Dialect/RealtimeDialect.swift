@@ -259,7 +259,7 @@ extension RealtimeDialect {
 
 /// What the machine asks the engine to do.
 ///
-/// The cases that carry an error are `indirect`: a ``RealtimeError`` is 40 bytes, and unboxed it would make
+/// The cases that carry an error are `indirect`: a ``RealtimeError`` is 144 bytes, and unboxed it would make
 /// every action that size, each `.deliver` of a busy stream among them.
 @_spi(DialectAuthoring) public enum DialectAction: Sendable {
     /// Write a frame.

@@ -108,44 +108,18 @@ public struct RealtimeError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
-    /// An error's context, boxed so that an error takes 40 bytes instead of 144 wherever it is carried
-    /// inline: in every `Result`, closure and engine message that may hold one, which are copied on paths
-    /// that carry no error at all. Immutable; a change stores a new box.
-    private final class ContextBox: Sendable {
-        let context: Context
-        init(_ context: Context) { self.context = context }
-    }
-
     /// What kind of failure it is: compare this, not the message.
     public var code: Code
     /// What went wrong, for people; it may change between releases.
     public var message: String
-    /// `nil` for an empty context, the most common one.
-    private var contextBox: ContextBox?
-
     /// The facts that explain the error (close code, HTTP status, channel, …).
-    public var context: Context {
-        get { contextBox?.context ?? Context() }
-        set { contextBox = newValue == Context() ? nil : ContextBox(newValue) }
-    }
+    public var context: Context
 
     /// An error with `code`, `message` and, when known, `context`.
     public init(_ code: Code, _ message: String, context: Context = Context()) {
         self.code = code
         self.message = message
         self.context = context
-    }
-
-    /// Equal when their code, message and context are.
-    public static func == (lhs: RealtimeError, rhs: RealtimeError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message && lhs.context == rhs.context
-    }
-
-    /// Hashes the code, message and context, as `==` compares them.
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(message)
-        hasher.combine(context)
     }
 
     public var description: String {

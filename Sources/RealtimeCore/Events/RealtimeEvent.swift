@@ -349,34 +349,21 @@ public struct AckResponder: Sendable {
 }
 
 /// Where watched events report whether their deferred payload was read (see
-/// ``RealtimeEvent/watchingPayloadRead(with:)``); the latest report wins until it is passed on.
+/// ``RealtimeEvent/watchingPayloadRead(with:)``); the latest report wins until it is taken.
 package final class PayloadReadWatch: Sendable {
-    private struct State {
-        var verdict: Bool?
-        var listener: (@Sendable (Bool) -> Void)?
-    }
-
-    private let state = Locked(State())
+    private let verdict = Locked<Bool?>(nil)
 
     package init() {}
 
-    fileprivate func noteRead() { state.withLock { $0.verdict = true } }
-    fileprivate func noteUnread() { state.withLock { $0.verdict = false } }
+    fileprivate func noteRead() { verdict.withLock { $0 = true } }
+    fileprivate func noteUnread() { verdict.withLock { $0 = false } }
 
-    /// Sets who hears the reports. Set once by the owner, so that each delivered batch reaches its owner
-    /// through this watch rather than through a reference of its own (forming and dropping a weak one per
-    /// batch cost about 8 % of a one-event read).
-    package func listen(_ listener: @escaping @Sendable (_ read: Bool) -> Void) {
-        state.withLock { $0.listener = listener }
-    }
-
-    /// Passes the latest report since the last call to the listener: true when a watched payload was read,
-    /// false when one went away unread. Nothing when none came.
-    package func passOnReport() {
-        let (verdict, listener) = state.withLock { state in
-            defer { state.verdict = nil }
-            return (state.verdict, state.verdict == nil ? nil : state.listener)
+    /// The latest report since the last call: true when a watched payload was read, false when one went
+    /// away unread, nil when none came.
+    package func take() -> Bool? {
+        verdict.withLock { verdict in
+            defer { verdict = nil }
+            return verdict
         }
-        if let verdict, let listener { listener(verdict) }
     }
 }

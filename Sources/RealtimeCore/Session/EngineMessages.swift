@@ -61,9 +61,9 @@ enum EngineTimer: Hashable, Sendable {
 enum Delivery: Sendable {
     /// `bytes`: the received frames behind the event, counted against the delivery byte budget.
     case event(RealtimeEvent, connection: UInt64, bytes: Int)
-    /// Boxed: two states are 130 bytes, and every delivery in a batch would be that large.
+    /// Boxed: two states are 336 bytes, and every delivery in a batch would be that large.
     indirect case state(ConnectionState, ConnectionState)
-    /// Boxed, as the lifecycle: an error is 40 bytes, and unboxed every event's delivery would be that large.
+    /// Boxed, as the lifecycle: an error is 144 bytes, and unboxed every event's delivery would be that large.
     indirect case error(RealtimeError)
     indirect case lifecycle(ChannelLifecycleEvent)
     /// What a tap asked to run in this place (`HandlerRegistry.tap(_:)`).

@@ -112,7 +112,6 @@ final class SessionEngine: Sendable {
         core = Locked(SessionCore(dialect: dialect, machine: dialect.makeMachine(),
                                   policy: options.reconnectPolicy ?? dialect.reconnectPolicy,
                                   options: options, defaultChannels: dialect.defaultChannels))
-        payloadWatch.listen { [weak self] read in self?.notePayloadsRead(read) }
     }
 
     /// A fresh name for one app operation (a `connect`, `send`, `request`, … call).
@@ -378,9 +377,7 @@ final class SessionEngine: Sendable {
         let delivered = counted ? deliveredBatches : nil
         let backlog = queued
         if counted { noteQueued(backlog) }
-        // No reference to the engine: the backlog is settled on `io` and payload reads go through `watch`.
-        let io = self.io, limits = (events: highWatermark, bytes: byteBudget)
-        delivery.enqueue {
+        delivery.enqueue { [weak self] in
             for item in batch {
                 switch item {
                 case .event(let event, _, _): registry.dispatch(event)
@@ -390,12 +387,12 @@ final class SessionEngine: Sendable {
                 case .followUp(let work): work()
                 }
             }
-            if counted { Self.noteDelivered(backlog, io: io, limits: limits) }
+            if counted { self?.noteDelivered(backlog) }
             // Freed by the socket's thread, or by a timer when it stays quiet (DeliveredBatches).
             delivered?.hold(batch, bytes: backlog.bytes)
             // Was a watched payload read, or dropped unread (this batch's, or an earlier one that an
             // `events()` loop or the app held on to)? The dialect then parses at once, or defers again.
-            watch.passOnReport()
+            if let read = watch.take() { self?.notePayloadsRead(read) }
         }
     }
 
@@ -440,9 +437,7 @@ final class SessionEngine: Sendable {
     func noteStreamBuffered(_ event: DeliveryBacklog) { noteQueued(event) }
 
     /// The app took an event out of its stream (or the stream ended with events still in it).
-    func noteStreamConsumed(_ event: DeliveryBacklog) {
-        Self.noteDelivered(event, io: io, limits: (highWatermark, byteBudget))
-    }
+    func noteStreamConsumed(_ event: DeliveryBacklog) { noteDelivered(event) }
 
     private func noteQueued(_ queued: DeliveryBacklog) {
         let pause = io.withLock { io -> (any TransportConnection)? in
@@ -456,12 +451,11 @@ final class SessionEngine: Sendable {
         pause?.setReadingPaused(true)
     }
 
-    private static func noteDelivered(_ delivered: DeliveryBacklog, io: Locked<IO>,
-                                      limits: (events: Int, bytes: Int)) {
+    private func noteDelivered(_ delivered: DeliveryBacklog) {
         let resume = io.withLock { io -> (any TransportConnection)? in
             io.backlog.events -= delivered.events
             io.backlog.bytes -= delivered.bytes
-            guard io.readingPaused, io.backlog.events <= limits.events / 2, io.backlog.bytes <= limits.bytes / 2,
+            guard io.readingPaused, io.backlog.events <= highWatermark / 2, io.backlog.bytes <= byteBudget / 2,
                   let current = io.current else {
                 return nil
             }

@@ -22,27 +22,25 @@ package final class SerialMailbox<Input: Sendable>: Sendable {
     /// once and the draining call handles `input` with its own `drain`, so every caller passes the same
     /// handling.
     package func submit(_ input: Input, drain: ([Input]) -> Void) {
-        // Take the whole queue at once: one lock round per batch, not per input, and the first batch in the
-        // same round as the append. The two arrays trade places, so each keeps its capacity and a steady
-        // stream of inputs allocates nothing here; a burst's capacity is let go, so that a session does not
-        // hold it for good.
-        var batch: [Input] = []
         let drains = state.withLock { state -> Bool in
             state.inputs.append(input)
             if state.draining { return false }
             state.draining = true
-            swap(&state.inputs, &batch)
             return true
         }
         guard drains else { return }
+        // Take the whole queue at once: one lock round per batch, not per input. The two arrays trade
+        // places, so each keeps its capacity and a steady stream of inputs allocates nothing here; a burst's
+        // capacity is let go, so that a session does not hold it for good.
+        var batch: [Input] = []
         while true {
-            drain(batch)
             batch.removeAll(keepingRoomUpTo: Self.keptCapacity)
             state.withLock { state in
                 swap(&state.inputs, &batch)
                 if batch.isEmpty { state.draining = false }
             }
             if batch.isEmpty { return }
+            drain(batch)
         }
     }
 
