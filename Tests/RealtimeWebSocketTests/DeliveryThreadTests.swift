@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 @_spi(DialectAuthoring) @testable import RealtimeCore
 import Testing
 @testable import RealtimeWebSocket
@@ -19,6 +20,7 @@ struct DeliveryThreadTests {
         let group = try EventLoopGroup(threadCount: 1)
         defer { group.shutdown() }
         let thread = group.nextDelivery()
+        #expect(await eventually { thread.isSleeping })  // until then, its loop's thread may take calls too
         let seen = EventQueue<(producer: Int, index: Int, thread: String)>()
         DispatchQueue.concurrentPerform(iterations: 4) { producer in
             for index in 0..<500 {
@@ -60,6 +62,8 @@ struct DeliveryThreadTests {
         #expect(handed[0] === handed[2] && handed[1] === handed[3] && handed[0] !== handed[1])
         let names = EventQueue<String>()
         for thread in handed.prefix(2) {
+            // Asleep, it is woken for a call from another thread (awake, its loop's thread may take the call).
+            #expect(await eventually { thread.isSleeping })
             thread.enqueue { names.push(currentThreadName()) }
             #expect(await names.next() == thread.name)
         }
@@ -83,6 +87,156 @@ struct DeliveryThreadTests {
         #expect(group.nextDelivery() === thread)  // a group shut down hands out its ended threads
     }
 
+    /// The calling thread's identity (the group's threads are Foundation threads).
+    private static func threadID() -> ObjectIdentifier { ObjectIdentifier(Thread.current) }
+
+    @Test("calls handed over on the loop's thread run there before it waits again, without waking the delivery's thread")
+    func loopRunsItsOwnCalls() async throws {
+        // A loop preempted within a call may be taken over on a busy machine: not in this test.
+        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: 60_000_000_000,
+                                       sleptWait: 0)
+        defer { group.shutdown() }
+        let delivery = group.nextDelivery()
+        let loop = group.loops[0]
+        #expect(await eventually { delivery.isSleeping })
+        let seen = EventQueue<(index: Int, thread: String)>()
+        // One at a time, and every wait counts as slept (a loop that is behind hands its calls over).
+        for index in 0..<100 {
+            loop.execute { _ in delivery.enqueue { seen.push((index, currentThreadName())) } }
+            let call = try #require(await seen.next())
+            #expect(call.index == index)
+            #expect(call.thread == "realtime-loop-0")
+        }
+        #expect(delivery.followerBatches == 0)
+        #expect(delivery.isSleeping)
+    }
+
+    @Test("a loop that found data waiting hands its calls to the delivery's thread, which runs them as it reads on")
+    func loopBehindHandsCallsOver() async throws {
+        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: 60_000_000_000,
+                                       sleptWait: 0)
+        defer { group.shutdown() }
+        let delivery = group.nextDelivery()
+        let loop = group.loops[0]
+        #expect(await eventually { delivery.isSleeping })
+        let seen = EventQueue<String>()
+        loop.execute { _ in
+            delivery.enqueue { seen.push(currentThreadName()) }
+            #expect(delivery.runOnLoop(caughtUp: false))  // as after a wait that found its events at once
+        }
+        #expect(await seen.next() == "realtime-dlv-0")
+        #expect(delivery.followerBatches == 1)
+    }
+
+    @Test("calls a handler hands over on the loop's thread run there for a few rounds, then on the delivery's thread")
+    func handlersHandingOverCalls() async throws {
+        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: 60_000_000_000,
+                                       sleptWait: 0)
+        defer { group.shutdown() }
+        let delivery = group.nextDelivery()
+        let loop = group.loops[0]
+        #expect(await eventually { delivery.isSleeping })
+        let seen = EventQueue<(index: Int, thread: String)>()
+        @Sendable func call(_ index: Int) {
+            seen.push((index, currentThreadName()))
+            if index < 7 { delivery.enqueue { call(index + 1) } }
+        }
+        loop.execute { _ in delivery.enqueue { call(0) } }
+        var threads: [String] = []
+        for index in 0...7 {
+            let next = try #require(await seen.next())
+            #expect(next.index == index)
+            threads.append(next.thread)
+        }
+        let rounds = DeliveryThread.loopRounds
+        #expect(threads == Array(repeating: "realtime-loop-0", count: rounds)
+                + Array(repeating: "realtime-dlv-0", count: 8 - rounds))
+    }
+
+    @Test("without the loop running calls (the Apple platforms' path), the loop's calls run on the delivery's thread")
+    func loopHandsEveryCallOver() async throws {
+        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: nil)
+        defer { group.shutdown() }
+        let delivery = group.nextDelivery()
+        let loop = group.loops[0]
+        let seen = EventQueue<(index: Int, thread: String)>()
+        for index in 0..<50 {
+            loop.execute { _ in delivery.enqueue { seen.push((index, currentThreadName())) } }
+        }
+        for index in 0..<50 {
+            let call = try #require(await seen.next())
+            #expect(call.index == index)
+            #expect(call.thread == "realtime-dlv-0")
+        }
+        #expect(delivery.followerBatches > 0)
+    }
+
+    @Test("a handler that blocks the loop's thread hands the loop to the delivery's thread, in order, roles traded")
+    func takeoverWhenAHandlerBlocks() async throws {
+        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, sleptWait: 0)
+        defer { group.shutdown() }
+        let delivery = group.nextDelivery()
+        let loop = group.loops[0]
+        #expect(await eventually { delivery.isSleeping })
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }  // never leave the handler blocked, whatever failed
+        let seen = EventQueue<(label: String, thread: ObjectIdentifier, name: String)>()
+        let record: @Sendable (String) -> Void = { seen.push(($0, Self.threadID(), currentThreadName())) }
+        loop.execute { _ in
+            delivery.enqueue {
+                record("blocks")
+                release.wait()
+                record("returns")
+            }
+            delivery.enqueue { record("after it, same batch") }
+        }
+        let blocked = try #require(await seen.next())
+        #expect(blocked.label == "blocks" && blocked.name == "realtime-loop-0")
+
+        // The loop goes on while the handler blocks: the delivery's thread drives it now, under the loop's name.
+        let driver = EventQueue<(thread: ObjectIdentifier, name: String)>()
+        loop.execute { _ in driver.push((Self.threadID(), currentThreadName())) }
+        let newDriver = try #require(await driver.next())
+        #expect(newDriver.thread != blocked.thread)
+        #expect(newDriver.name == "realtime-loop-0")
+
+        // Calls handed over meanwhile, by the loop and by another thread, wait for the blocked one.
+        loop.execute { _ in delivery.enqueue { record("from the loop") } }
+        loop.execute { _ in driver.push((Self.threadID(), "")) }
+        _ = await driver.next()
+        delivery.enqueue { record("from elsewhere") }
+        #expect(seen.pending.isEmpty)
+        release.signal()
+        let rest = [try #require(await seen.next()), try #require(await seen.next()),
+                    try #require(await seen.next()), try #require(await seen.next())]
+        #expect(rest.map(\.label) == ["returns", "after it, same batch", "from the loop", "from elsewhere"])
+        // The thread that was in the handler follows now, and the new driver runs the loop's own calls.
+        #expect(rest.allSatisfy { $0.thread == blocked.thread })
+        #expect(rest.last?.name == "realtime-dlv-0")
+        #expect(await eventually { delivery.isSleeping })
+        loop.execute { _ in delivery.enqueue { record("next from the loop") } }
+        let next = try #require(await seen.next())
+        #expect(next.label == "next from the loop" && next.thread == newDriver.thread)
+        #expect(next.name == "realtime-loop-0")
+    }
+
+    @Test("a handler on the loop's thread may wait for the loop: the delivery's thread takes the loop over")
+    func handlerWaitingForTheLoop() async throws {
+        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, sleptWait: 0)
+        defer { group.shutdown() }
+        let delivery = group.nextDelivery()
+        let loop = group.loops[0]
+        let done = EventQueue<Bool>()
+        loop.execute { _ in
+            delivery.enqueue {
+                let answered = DispatchSemaphore(value: 0)
+                loop.execute { _ in answered.signal() }
+                done.push(answered.wait(timeout: .now() + 5) == .success)
+            }
+        }
+        #expect(await done.next() == true)
+    }
+
     @Test("a WebSocket transport gives sessions its group's delivery threads")
     func transportOffersItsGroupsThreads() async throws {
         let group = try EventLoopGroup(threadCount: 1)
@@ -91,6 +245,7 @@ struct DeliveryThreadTests {
         let target = try #require(transport.makeDefaultDelivery())
         #expect(!target.isInline)
         let name = EventQueue<String>()
+        #expect(await eventually { group.loops[0].delivery.isSleeping })
         target.enqueue { name.push(currentThreadName()) }
         #expect(await name.next() == "realtime-dlv-0")
     }

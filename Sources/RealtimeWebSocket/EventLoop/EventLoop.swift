@@ -17,8 +17,9 @@ package protocol LoopHandler: AnyObject {
 }
 
 /// One thread multiplexing many sockets with epoll (Linux) or poll, woken by an eventfd (or a pipe) for
-/// work posted from other threads. All socket state lives in its ``LoopContext``, touched by the loop
-/// thread only.
+/// work posted from other threads. All socket state lives in its ``LoopContext``, touched only by the thread
+/// driving the loop. That is the loop's own thread unless its ``delivery`` took the loop over from it while
+/// a handler ran long (see ``DeliveryThread``); the two threads then trade roles, never both driving.
 package final class EventLoop: Sendable {
     private struct Inbox {
         var tasks: [@Sendable (LoopContext) -> Void] = []
@@ -26,24 +27,69 @@ package final class EventLoop: Sendable {
         var stopped = false
     }
 
+    /// What a thread needs to go on driving the loop where another left off.
+    private final class Driver {
+        let context: LoopContext
+        var events: [SelectorEvent] = []
+        var coalescing: ReadCoalescing
+        var holdEnded = false
+        /// The last wait slept: the loop had caught up with its sockets.
+        var caughtUp = true
+
+        init(context: LoopContext, coalescingWindow: UInt64) {
+            self.context = context
+            coalescing = ReadCoalescing(window: coalescingWindow)
+            events.reserveCapacity(256)
+        }
+    }
+
     let index: Int
     let readiness: ReadinessAPI
     /// Nanoseconds the sockets may wait while traffic is dense (``ReadCoalescing``); 0 for never.
     let readCoalescingWindow: UInt64
+    /// Runs the handler calls of the sessions that use this loop's delivery; its thread starts on first use.
+    let delivery: DeliveryThread
     private let waker: Waker
     private let inbox = Locked(Inbox())
     private let tokens = Locked(UInt64(1))
+    /// Set once the loop's thread has made its context.
+    private let driver = Locked<Driver?>(nil)
+    /// A wait at least this long (nanoseconds) slept: the loop has caught up with its sockets.
+    private let sleptWait: UInt64
 
-    init(index: Int, readiness: ReadinessAPI = .platformDefault, readCoalescingWindow: UInt64 = 0) throws(RealtimeError) {
+    /// - Parameters:
+    ///   - takeoverDelay: how long the loop's thread may run handler calls itself, nil for never
+    ///     (``DeliveryThread``);
+    ///   - sleptWait: how long a wait lasts when it slept (tests pass 0 to count every wait).
+    init(index: Int, readiness: ReadinessAPI = .platformDefault, readCoalescingWindow: UInt64 = 0,
+         takeoverDelay: UInt64? = DeliveryThread.defaultTakeoverDelay,
+         sleptWait: UInt64 = EventLoop.defaultSleptWait) throws(RealtimeError) {
         self.index = index
+        self.sleptWait = sleptWait
         self.readiness = readiness
         self.readCoalescingWindow = readCoalescingWindow
         waker = try Waker(usePipe: readiness == .poll)
+        // At most 15 bytes, as Linux keeps of a thread's name.
+        delivery = try DeliveryThread(name: "realtime-dlv-\(index)", takeoverDelay: takeoverDelay)
     }
 
-    /// Starts the loop thread with a small stack.
-    func start(stackSize: Int) {
-        startNamedThread("realtime-loop-\(index)", stackSize: stackSize) { [self] in run() }
+    private var loopThreadName: String { "realtime-loop-\(index)" }
+
+    /// Nanoseconds a wait takes when it slept rather than finding its events ready, by default. A wait
+    /// that slept less (its event came at once) is taken for one that did not: the follower runs the calls
+    /// then, which costs a wake-up and nothing else.
+    static let defaultSleptWait: UInt64 = 5_000
+
+    /// Starts the loop's thread. Both of the loop's threads keep the platform's default stack: either may
+    /// run handlers.
+    func start() {
+        startNamedThread(loopThreadName) { [self] in run() }
+    }
+
+    /// Starts the delivery's thread the first time it is asked for.
+    func startDelivery() {
+        guard delivery.markStarted() else { return }
+        startNamedThread(delivery.name) { [self] in serve(drivingLoop: false) }
     }
 
     /// A new id for a handler of this loop (0 is the waker's).
@@ -89,25 +135,52 @@ package final class EventLoop: Sendable {
             inbox.withLock { $0.stopped = true }
             return
         }
-        var events: [SelectorEvent] = []
-        events.reserveCapacity(256)
-        var coalescing = ReadCoalescing(window: readCoalescingWindow)
-        var holdEnded = false
+        driver.withLock { $0 = Driver(context: context, coalescingWindow: readCoalescingWindow) }
+        delivery.loopStarted()
+        serve(drivingLoop: true)
+    }
+
+    /// Drives the loop or follows the delivery, trading roles with the other thread when the delivery takes
+    /// the loop over, until the role this thread has ends.
+    private func serve(drivingLoop: Bool) {
+        var drivesLoop = drivingLoop
         while true {
-            if coalescing.isDense {
-                if holdSockets(coalescing, context) { continue }
-                holdEnded = true
+            if drivesLoop {
+                guard let current = driver.withLock({ $0 }), !drive(current) else { return }
+                setCurrentThreadName(delivery.name)
+            } else {
+                guard delivery.follow() == .drivesLoop else { return }
+                setCurrentThreadName(loopThreadName)
             }
-            var timeout: Int32 = holdEnded ? 0 : -1  // after a hold, a poll that finds nothing ends the spell
-            if !holdEnded, let deadline = context.timers.nextDeadline() {
+            drivesLoop.toggle()
+        }
+    }
+
+    /// Runs the loop until it stops (true) or until the delivery took it over while this thread ran a slow
+    /// handler (false).
+    private func drive(_ driver: Driver) -> Bool {
+        let context = driver.context
+        while true {
+            // Handler calls this thread handed over, run before it waits again.
+            guard delivery.runOnLoop(caughtUp: driver.caughtUp) else { return false }
+            if driver.coalescing.isDense {
+                driver.caughtUp = false
+                if holdSockets(driver.coalescing, context) { continue }
+                driver.holdEnded = true
+            }
+            var timeout: Int32 = driver.holdEnded ? 0 : -1  // after a hold, a poll that finds nothing ends the spell
+            if !driver.holdEnded, let deadline = context.timers.nextDeadline() {
                 let now = Self.now()
                 timeout = deadline <= now ? 0 : Int32(clamping: (deadline - now + 999_999) / 1_000_000)
             }
-            holdEnded = false
-            events.removeAll(keepingCapacity: true)
-            context.selector.wait(timeoutMilliseconds: timeout, into: &events)
+            driver.holdEnded = false
+            driver.events.removeAll(keepingCapacity: true)
+            let waitStart = Self.now()
+            context.selector.wait(timeoutMilliseconds: timeout, into: &driver.events)
+            // A wait that found its events at once took about a microsecond; one that slept, ten or more.
+            driver.caughtUp = timeout != 0 && Self.now() &- waitStart >= sleptWait
             var foundSocketWork = false
-            for event in events {
+            for event in driver.events {
                 if event.id == LoopContext.wakeID {
                     waker.drain()
                 } else if let handler = context.handlers[event.id] {
@@ -115,7 +188,7 @@ package final class EventLoop: Sendable {
                     handler.handle(event, in: context)
                 }
             }
-            if coalescing.window > 0 { coalescing.polled(at: Self.now(), foundWork: foundSocketWork) }
+            if driver.coalescing.window > 0 { driver.coalescing.polled(at: Self.now(), foundWork: foundSocketWork) }
             runTasks(context)
             if !context.timers.isEmpty {
                 for action in context.timers.popDue(now: Self.now()) { action() }
@@ -127,6 +200,8 @@ package final class EventLoop: Sendable {
         for handler in Array(context.handlers.values) { handler.loopStopping(in: context) }
         context.handlers.removeAll()
         waker.close()
+        delivery.loopEnded()
+        return true
     }
 
     /// While traffic is dense, waits for posted work, a timer or the end of the hold, whichever comes

@@ -7,21 +7,21 @@ import RealtimeCore
 /// (round-robin) for its whole life. Name resolution runs on one extra serial queue so that a slow DNS
 /// server never stalls a loop.
 ///
-/// Sessions that leave ``SessionOptions/delivery`` to its default run their handlers on the group's
-/// delivery threads: as many as loops, started when the first session asks, each session on one of them
-/// (round-robin). Sessions that share a group share those threads, so a handler that blocks holds back the
-/// handlers of the sessions beside it.
+/// Sessions that leave ``SessionOptions/delivery`` to its default run their handlers through the group's
+/// deliveries: one per loop, whose thread starts when the first session asks, each session on one of them
+/// (round-robin). A loop's thread runs the calls its connections hand over itself when the delivery's
+/// thread is idle (on Linux), and the delivery's thread takes the loop over if a handler runs for a
+/// millisecond, so a handler that blocks holds the loop's sockets for about 5 ms at most. Sessions that
+/// share a group share those threads, so a handler that blocks holds back the handlers of the sessions
+/// beside it.
 ///
 /// A group is stopped by ``shutdown()`` or when the last reference to it goes away; connections still
 /// open then are closed with a `.transportFailed` error.
 public final class EventLoopGroup: Sendable {
-    /// Stack size of each loop thread; loops keep no deep recursion.
-    static let threadStackSize = 512 * 1024
-
     let loops: [EventLoop]
     private let cursor = Locked(0)
-    /// Delivery threads, as many as loops, started when a session first asks for one (``nextDelivery()``).
-    private let deliveries = Locked<(threads: [DeliveryThread], cursor: Int)>(([], 0))
+    /// The next loop whose delivery ``nextDelivery()`` hands out.
+    private let deliveryCursor = Locked(0)
     private let isShutDown = Locked(false)
     /// getaddrinfo blocks, so it runs here (one thread at most), never on a loop.
     let resolverQueue = DispatchQueue(label: "realtime.websocket.resolver")
@@ -51,17 +51,23 @@ public final class EventLoopGroup: Sendable {
     }
 
     /// `readiness` picks the readiness API (tests run the Apple platforms' `poll` path on Linux too);
-    /// `readCoalescingWindow` is in nanoseconds, unchecked.
-    init(threadCount: Int, readiness: ReadinessAPI, readCoalescingWindow: UInt64 = 0) throws(RealtimeError) {
+    /// `readCoalescingWindow` is in nanoseconds, unchecked; `takeoverDelay` is how long a loop's thread may
+    /// run handler calls before its delivery's thread takes the loop over, nil to keep every call on the
+    /// delivery threads (the Apple platforms' path, which tests take on Linux too); `sleptWait` is how long
+    /// a loop's wait lasts when it slept (tests pass 0 so that every wait counts).
+    init(threadCount: Int, readiness: ReadinessAPI, readCoalescingWindow: UInt64 = 0,
+         takeoverDelay: UInt64? = DeliveryThread.defaultTakeoverDelay,
+         sleptWait: UInt64 = EventLoop.defaultSleptWait) throws(RealtimeError) {
         guard (1...64).contains(threadCount) else {
             throw RealtimeError(.invalidArgument, "an event-loop group needs 1 to 64 threads, not \(threadCount)")
         }
         var loops: [EventLoop] = []
         for index in 0..<threadCount {
-            loops.append(try EventLoop(index: index, readiness: readiness, readCoalescingWindow: readCoalescingWindow))
+            loops.append(try EventLoop(index: index, readiness: readiness, readCoalescingWindow: readCoalescingWindow,
+                                       takeoverDelay: takeoverDelay, sleptWait: sleptWait))
         }
         self.loops = loops
-        for loop in loops { loop.start(stackSize: Self.threadStackSize) }
+        for loop in loops { loop.start() }
     }
 
     deinit { shutdown() }
@@ -75,25 +81,20 @@ public final class EventLoopGroup: Sendable {
         return loops[index]
     }
 
-    /// The delivery thread for the next session, round-robin; the threads start on first use. After
-    /// ``shutdown()`` they end once they have run what they hold, and calls handed to an ended thread run
-    /// on its serial fallback queue.
+    /// The delivery for the next session, round-robin over the loops; its thread starts on first use. After
+    /// ``shutdown()`` the threads end once they have run what they hold, and calls handed to an ended
+    /// delivery run on its serial fallback queue.
     func nextDelivery() -> DeliveryThread {
-        let (thread, starts) = deliveries.withLock { deliveries -> (DeliveryThread, Bool) in
-            if deliveries.threads.count < loops.count {
-                // At most 15 bytes, as Linux keeps of a thread's name.
-                let thread = DeliveryThread(name: "realtime-dlv-\(deliveries.threads.count)")
-                deliveries.threads.append(thread)
-                return (thread, true)
-            }
-            defer { deliveries.cursor = (deliveries.cursor + 1) % deliveries.threads.count }
-            return (deliveries.threads[deliveries.cursor], false)
+        let index = deliveryCursor.withLock { value -> Int in
+            defer { value = (value + 1) % loops.count }
+            return value
         }
-        if starts {
-            thread.start()
-            if isShutDown.withLock({ $0 }) { thread.finish() }
+        let loop = loops[index]
+        if !loop.delivery.isStarted {
+            loop.startDelivery()
+            if isShutDown.withLock({ $0 }) { loop.delivery.finish() }
         }
-        return thread
+        return loop.delivery
     }
 
     /// Closes every connection and listener of the group and ends its threads (delivery threads once they
@@ -105,6 +106,6 @@ public final class EventLoopGroup: Sendable {
         }
         guard first else { return }
         for loop in loops { loop.stop() }
-        for thread in deliveries.withLock({ $0.threads }) { thread.finish() }
+        for loop in loops { loop.delivery.finish() }
     }
 }
