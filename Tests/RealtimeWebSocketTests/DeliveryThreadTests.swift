@@ -90,15 +90,21 @@ struct DeliveryThreadTests {
     /// The calling thread's identity (the group's threads are Foundation threads).
     private static func threadID() -> ObjectIdentifier { ObjectIdentifier(Thread.current) }
 
+    /// A one-loop group whose every wait counts as slept, its delivery started and asleep. A loop preempted
+    /// within a call may be taken over on a busy machine: tests of the loop's own runs pass a long delay.
+    private func idlePair(takeoverDelay: UInt64 = DeliveryThread.defaultTakeoverDelay) async throws
+        -> (EventLoopGroup, DeliveryThread, EventLoop) {
+        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: takeoverDelay,
+                                       sleptWait: 0)
+        let delivery = group.nextDelivery()
+        #expect(await eventually { delivery.isSleeping })
+        return (group, delivery, group.loops[0])
+    }
+
     @Test("calls handed over on the loop's thread run there before it waits again, without waking the delivery's thread")
     func loopRunsItsOwnCalls() async throws {
-        // A loop preempted within a call may be taken over on a busy machine: not in this test.
-        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: 60_000_000_000,
-                                       sleptWait: 0)
+        let (group, delivery, loop) = try await idlePair(takeoverDelay: 60_000_000_000)
         defer { group.shutdown() }
-        let delivery = group.nextDelivery()
-        let loop = group.loops[0]
-        #expect(await eventually { delivery.isSleeping })
         let seen = EventQueue<(index: Int, thread: String)>()
         // One at a time, and every wait counts as slept (a loop that is behind hands its calls over).
         for index in 0..<100 {
@@ -113,12 +119,8 @@ struct DeliveryThreadTests {
 
     @Test("a loop that found data waiting hands its calls to the delivery's thread, which runs them as it reads on")
     func loopBehindHandsCallsOver() async throws {
-        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: 60_000_000_000,
-                                       sleptWait: 0)
+        let (group, delivery, loop) = try await idlePair(takeoverDelay: 60_000_000_000)
         defer { group.shutdown() }
-        let delivery = group.nextDelivery()
-        let loop = group.loops[0]
-        #expect(await eventually { delivery.isSleeping })
         let seen = EventQueue<String>()
         loop.execute { _ in
             delivery.enqueue { seen.push(currentThreadName()) }
@@ -130,12 +132,8 @@ struct DeliveryThreadTests {
 
     @Test("calls a handler hands over on the loop's thread run there for a few rounds, then on the delivery's thread")
     func handlersHandingOverCalls() async throws {
-        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: 60_000_000_000,
-                                       sleptWait: 0)
+        let (group, delivery, loop) = try await idlePair(takeoverDelay: 60_000_000_000)
         defer { group.shutdown() }
-        let delivery = group.nextDelivery()
-        let loop = group.loops[0]
-        #expect(await eventually { delivery.isSleeping })
         let seen = EventQueue<(index: Int, thread: String)>()
         @Sendable func call(_ index: Int) {
             seen.push((index, currentThreadName()))
@@ -173,11 +171,8 @@ struct DeliveryThreadTests {
 
     @Test("a handler that blocks the loop's thread hands the loop to the delivery's thread, in order, roles traded")
     func takeoverWhenAHandlerBlocks() async throws {
-        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, sleptWait: 0)
+        let (group, delivery, loop) = try await idlePair()
         defer { group.shutdown() }
-        let delivery = group.nextDelivery()
-        let loop = group.loops[0]
-        #expect(await eventually { delivery.isSleeping })
         let release = DispatchSemaphore(value: 0)
         defer { release.signal() }  // never leave the handler blocked, whatever failed
         let seen = EventQueue<(label: String, thread: ObjectIdentifier, name: String)>()
@@ -222,10 +217,8 @@ struct DeliveryThreadTests {
 
     @Test("a handler on the loop's thread may wait for the loop: the delivery's thread takes the loop over")
     func handlerWaitingForTheLoop() async throws {
-        let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, sleptWait: 0)
+        let (group, delivery, loop) = try await idlePair()
         defer { group.shutdown() }
-        let delivery = group.nextDelivery()
-        let loop = group.loops[0]
         let done = EventQueue<Bool>()
         loop.execute { _ in
             delivery.enqueue {
