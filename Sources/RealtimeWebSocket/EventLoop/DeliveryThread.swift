@@ -56,11 +56,23 @@ final class DeliveryThread: Sendable {
         var loopBatchStart: UInt64?
         /// The watchdog will fire: whoever arms it sets this first, so only one thread ever does.
         var watchdogArmed = false
-        /// Batches the loop has run, and how many it had run at the watchdog's last check.
-        var loopBatches: UInt64 = 0
-        var loopBatchesChecked: UInt64 = 0
+        /// The loop has run calls since the watchdog's last check.
+        var loopRanSinceCheck = false
         /// Batches the follower has run (for tests).
         var followerBatches = 0
+
+        /// Clears ``followerSleeping``; true when the follower slept, and the caller must signal it.
+        mutating func wakeSleepingFollower() -> Bool {
+            guard followerSleeping else { return false }
+            followerSleeping = false
+            return true
+        }
+
+        /// The follower runs the calls held from now on; true when the caller must signal it.
+        mutating func handToFollower() -> Bool {
+            runner = .follower
+            return wakeSleepingFollower()
+        }
     }
 
     /// The most calls an emptied batch keeps room for.
@@ -106,9 +118,6 @@ final class DeliveryThread: Sendable {
         }
     }
 
-    /// Whether the follower has been started.
-    var isStarted: Bool { state.withLock { $0.started } }
-
     /// Runs `work` after everything handed over before it.
     func enqueue(_ work: @escaping @Sendable () -> Void) {
         enum Route { case queued, queuedWaking, afterEnd }
@@ -120,9 +129,7 @@ final class DeliveryThread: Sendable {
                 return .queued  // the loop's thread runs it before it waits again (``runOnLoop()``)
             }
             guard state.followerSleeping else { return .queued }  // awake: it looks before it sleeps
-            state.followerSleeping = false
-            state.runner = .follower
-            return .queuedWaking
+            return state.handToFollower() ? .queuedWaking : .queued
         }
         switch route {
         case .queued: break
@@ -135,9 +142,7 @@ final class DeliveryThread: Sendable {
     func finish() {
         let wakes = state.withLock { state -> Bool in
             state.finishing = true
-            guard state.followerSleeping else { return false }
-            state.followerSleeping = false
-            return true
+            return state.wakeSleepingFollower()
         }
         if wakes { wake.wake() }
     }
@@ -163,9 +168,7 @@ final class DeliveryThread: Sendable {
         let wakes = state.withLock { state -> Bool in
             state.loopThread = nil
             guard state.runner == .none, !state.work.isEmpty, state.followerSleeping else { return false }
-            state.followerSleeping = false
-            state.runner = .follower
-            return true
+            return state.handToFollower()
         }
         if wakes { wake.wake() }
     }
@@ -183,10 +186,7 @@ final class DeliveryThread: Sendable {
         guard caughtUp else {
             let wakes = state.withLock { state -> Bool in
                 guard state.runner == .none, !state.work.isEmpty else { return false }
-                state.runner = .follower
-                guard state.followerSleeping else { return false }
-                state.followerSleeping = false
-                return true
+                return state.handToFollower()
             }
             if wakes { wake.wake() }
             return true
@@ -197,7 +197,7 @@ final class DeliveryThread: Sendable {
             let now = EventLoop.now()
             state.runner = .loop
             state.loopBatchStart = now
-            state.loopBatches &+= 1
+            state.loopRanSinceCheck = true
             swap(&batch, &state.loopBatch)
             swap(&batch, &state.work)
             defer { state.watchdogArmed = true }
@@ -212,31 +212,20 @@ final class DeliveryThread: Sendable {
             batch.removeAll(keepingRoomUpTo: Self.keptCapacity)
             enum After { case again, takenOver, finished(wakes: Bool) }
             let after = state.withLock { state -> After in
-                guard let loop = state.loopThread, pthread_equal(loop, me) != 0 else {
-                    state.loopBatchStart = nil
-                    swap(&batch, &state.loopBatch)
-                    return .takenOver  // the runner is now the follower role this thread has
-                }
-                if state.work.isEmpty {
-                    state.loopBatchStart = nil
-                    swap(&batch, &state.loopBatch)
-                    state.runner = .none
-                    guard state.finishing, state.followerSleeping else { return .finished(wakes: false) }
-                    state.followerSleeping = false
-                    return .finished(wakes: true)  // a finishing follower waited for this run to end
-                }
+                let drivesLoop = state.loopThread.map { pthread_equal($0, me) != 0 } ?? false
                 // Calls handed over while the batch ran (by its handlers, or other threads): a few more rounds
                 // here, the same run for the watchdog, then the follower's, so that the sockets come next.
-                if rounds < Self.loopRounds {
+                if drivesLoop, !state.work.isEmpty, rounds < Self.loopRounds {
                     swap(&batch, &state.work)
                     return .again
                 }
                 state.loopBatchStart = nil
                 swap(&batch, &state.loopBatch)
-                state.runner = .follower
-                guard state.followerSleeping else { return .finished(wakes: false) }
-                state.followerSleeping = false
-                return .finished(wakes: true)
+                guard drivesLoop else { return .takenOver }  // the runner is now the follower role this thread has
+                guard state.work.isEmpty else { return .finished(wakes: state.handToFollower()) }
+                state.runner = .none
+                // A finishing follower waited for this run to end.
+                return .finished(wakes: state.finishing && state.wakeSleepingFollower())
             }
             switch after {
             case .again:
@@ -306,8 +295,8 @@ final class DeliveryThread: Sendable {
         let now = EventLoop.now()
         enum Check { case takeOver, arm(UInt64), rest }
         let check = state.withLock { state -> Check in
-            let active = state.loopBatches != state.loopBatchesChecked
-            state.loopBatchesChecked = state.loopBatches
+            let active = state.loopRanSinceCheck
+            state.loopRanSinceCheck = false
             if state.runner == .loop, let start = state.loopBatchStart, state.loopThread != nil, !state.ended {
                 guard now &- start >= takeoverDelay else { return .arm(start &+ takeoverDelay) }
                 state.runner = .follower  // the batch in flight finishes on the thread that becomes the follower

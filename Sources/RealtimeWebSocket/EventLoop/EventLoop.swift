@@ -86,10 +86,11 @@ package final class EventLoop: Sendable {
         startNamedThread(loopThreadName) { [self] in run() }
     }
 
-    /// Starts the delivery's thread the first time it is asked for.
-    func startDelivery() {
-        guard delivery.markStarted() else { return }
+    /// Starts the delivery's thread the first time it is asked for; true then.
+    func startDelivery() -> Bool {
+        guard delivery.markStarted() else { return false }
         startNamedThread(delivery.name) { [self] in serve(drivingLoop: false) }
+        return true
     }
 
     /// A new id for a handler of this loop (0 is the waker's).

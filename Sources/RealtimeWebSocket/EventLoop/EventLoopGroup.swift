@@ -90,10 +90,7 @@ public final class EventLoopGroup: Sendable {
             return value
         }
         let loop = loops[index]
-        if !loop.delivery.isStarted {
-            loop.startDelivery()
-            if isShutDown.withLock({ $0 }) { loop.delivery.finish() }
-        }
+        if loop.startDelivery(), isShutDown.withLock({ $0 }) { loop.delivery.finish() }
         return loop.delivery
     }
 
