@@ -8,16 +8,23 @@ private final class DeliveringTransport: RealtimeTransport, DeliveryProviding {
     let base = InMemoryTransport()
     let delivery: HeldDelivery?
     let asked = Locked(0)
+    let loopAffinity: Int?
+    /// The loop each opened request asked for.
+    let requestedLoops = Locked<[Int?]>([])
 
-    init(delivery: HeldDelivery?) { self.delivery = delivery }
-
-    func open(_ request: ConnectionRequest, handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
-        base.open(request, handler: handler)
+    init(delivery: HeldDelivery?, loopAffinity: Int? = nil) {
+        self.delivery = delivery
+        self.loopAffinity = loopAffinity
     }
 
-    func makeDefaultDelivery() -> DeliveryTarget? {
+    func open(_ request: ConnectionRequest, handler: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        requestedLoops.withLock { $0.append(request.loopAffinity) }
+        return base.open(request, handler: handler)
+    }
+
+    func makeDefaultDelivery() -> DefaultDelivery? {
         asked.withLock { $0 += 1 }
-        return delivery?.target
+        return delivery.map { DefaultDelivery(target: $0.target, loopAffinity: loopAffinity) }
     }
 }
 
@@ -41,6 +48,23 @@ struct DefaultDeliveryTests {
         withExtendedLifetime(session) {}
     }
 
+    @Test("every connection of the session, reconnects too, opens on the loop of the transport's target")
+    func connectionsOpenBesideTheDelivery() async throws {
+        let clock = ManualClock()
+        let transport = DeliveringTransport(delivery: HeldDelivery(), loopAffinity: 3)
+        let session = RealtimeSession(dialect: LineDialect(), transport: transport,
+                                      options: SessionOptions(clock: clock, randomSource: .seeded(1)))
+        session.start()
+        let first = await transport.base.peer(0)
+        first.send(text: #"{"t":"welcome"}"#)
+        first.drop()
+        clock.advance(by: .seconds(60))
+        _ = await transport.base.peer(1)
+        let loops = transport.requestedLoops.withLock { $0 }
+        #expect(loops.count >= 2 && loops.allSatisfy { $0 == 3 })
+        withExtendedLifetime(session) {}
+    }
+
     @Test("a delivery option wins over the transport's target, which is then not asked for")
     func optionWins() async throws {
         let transport = DeliveringTransport(delivery: HeldDelivery())
@@ -54,6 +78,7 @@ struct DefaultDeliveryTests {
         peer.send(text: #"{"t":"ev","name":"m"}"#)
         #expect(seen.withLock { $0 } == 1)
         #expect(transport.asked.withLock { $0 } == 0)
+        #expect(transport.requestedLoops.withLock { $0 } == [nil])  // the transport picks the loop
         withExtendedLifetime(session) {}
     }
 }

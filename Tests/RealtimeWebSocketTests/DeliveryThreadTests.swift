@@ -19,7 +19,7 @@ struct DeliveryThreadTests {
     func orderFromManyThreads() async throws {
         let group = try EventLoopGroup(threadCount: 1)
         defer { group.shutdown() }
-        let thread = group.nextDelivery()
+        let thread = group.nextDelivery().delivery
         #expect(await eventually { thread.isSleeping })  // until then, its loop's thread may take calls too
         let seen = EventQueue<(producer: Int, index: Int, thread: String)>()
         DispatchQueue.concurrentPerform(iterations: 4) { producer in
@@ -43,7 +43,7 @@ struct DeliveryThreadTests {
     func wakesWhenSleeping() async throws {
         let group = try EventLoopGroup(threadCount: 1)
         defer { group.shutdown() }
-        let thread = group.nextDelivery()
+        let thread = group.nextDelivery().delivery
         let seen = EventQueue<Int>()
         for round in 0..<20 {
             #expect(await eventually { thread.isSleeping })
@@ -56,7 +56,9 @@ struct DeliveryThreadTests {
     func oneThreadPerLoop() async throws {
         let group = try EventLoopGroup(threadCount: 2)
         defer { group.shutdown() }
-        let handed = (0..<4).map { _ in group.nextDelivery() }
+        let pairs = (0..<4).map { _ in group.nextDelivery() }
+        #expect(pairs.map(\.loopIndex) == [0, 1, 0, 1])
+        let handed = pairs.map(\.delivery)
         #expect(handed.map(\.name) == ["realtime-dlv-0", "realtime-dlv-1", "realtime-dlv-0",
                                        "realtime-dlv-1"])
         #expect(handed[0] === handed[2] && handed[1] === handed[3] && handed[0] !== handed[1])
@@ -72,7 +74,7 @@ struct DeliveryThreadTests {
     @Test("after the group shuts down, a delivery thread runs what it holds and ends; later calls still run, in order")
     func finishKeepsEveryCall() async throws {
         let group = try EventLoopGroup(threadCount: 1)
-        let thread = group.nextDelivery()
+        let thread = group.nextDelivery().delivery
         let release = DispatchSemaphore(value: 0)
         let seen = EventQueue<Int>()
         thread.enqueue { release.wait() }  // the next calls queue up behind this one
@@ -84,7 +86,7 @@ struct DeliveryThreadTests {
 
         for index in 100..<200 { thread.enqueue { seen.push(index) } }
         for index in 100..<200 { #expect(await seen.next() == index) }
-        #expect(group.nextDelivery() === thread)  // a group shut down hands out its ended threads
+        #expect(group.nextDelivery().delivery === thread)  // a group shut down hands out its ended threads
     }
 
     /// The calling thread's identity (the group's threads are Foundation threads).
@@ -96,7 +98,7 @@ struct DeliveryThreadTests {
         -> (EventLoopGroup, DeliveryThread, EventLoop) {
         let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: takeoverDelay,
                                        sleptWait: 0)
-        let delivery = group.nextDelivery()
+        let delivery = group.nextDelivery().delivery
         #expect(await eventually { delivery.isSleeping })
         return (group, delivery, group.loops[0])
     }
@@ -155,7 +157,7 @@ struct DeliveryThreadTests {
     func loopHandsEveryCallOver() async throws {
         let group = try EventLoopGroup(threadCount: 1, readiness: .platformDefault, takeoverDelay: nil)
         defer { group.shutdown() }
-        let delivery = group.nextDelivery()
+        let delivery = group.nextDelivery().delivery
         let loop = group.loops[0]
         let seen = EventQueue<(index: Int, thread: String)>()
         for index in 0..<50 {
@@ -235,7 +237,9 @@ struct DeliveryThreadTests {
         let group = try EventLoopGroup(threadCount: 1)
         defer { group.shutdown() }
         let transport = WebSocketTransport(group: group)
-        let target = try #require(transport.makeDefaultDelivery())
+        let provided = try #require(transport.makeDefaultDelivery())
+        #expect(provided.loopAffinity == 0)
+        let target = provided.target
         #expect(!target.isInline)
         let name = EventQueue<String>()
         #expect(await eventually { group.loops[0].delivery.isSleeping })

@@ -99,6 +99,26 @@ struct EventLoopTests {
         for connection in connections { connection.abort() }
     }
 
+    @Test("a request's loop affinity opens the connection on that loop of the group, not the next in turn")
+    func loopAffinity() async throws {
+        let group = try EventLoopGroup(threadCount: 2)
+        defer { group.shutdown() }
+        let server = try makeEchoServer()
+        defer { server.stop() }
+        let transport = WebSocketTransport(group: group)
+        let names = EventQueue<String>()
+        var connections: [any TransportConnection] = []
+        for _ in 0..<4 {
+            var request = ConnectionRequest(url: server.url)
+            request.loopAffinity = 1
+            connections.append(transport.open(request) { event in
+                if case .opened = event { names.push(currentThreadName()) }
+            })
+        }
+        for _ in 0..<4 { #expect(await names.next() == "realtime-loop-1") }
+        for connection in connections { connection.abort() }
+    }
+
     @Test("thread counts outside 1...64 are rejected")
     func invalidThreadCount() {
         #expect(throws: RealtimeError.self) { try EventLoopGroup(threadCount: 0) }

@@ -57,6 +57,8 @@ final class SessionEngine: Sendable {
     private let workContext: DialectWorkContext
     private let clock: any RealtimeClock
     private let delivery: DeliveryTarget
+    /// The loop of the transport's group whose thread owns `delivery`; every connection opens there.
+    private let loopAffinity: Int?
     private let logHandler: LogHandler?
     private let logLevel: LogLevel
     private let highWatermark: Int
@@ -101,8 +103,10 @@ final class SessionEngine: Sendable {
         // The transport's delivery thread when it has one (WebSocketTransport: its group's). Otherwise a
         // queue on the default pool: one without a target lands on the overcommit pool, which starts a
         // thread whenever all of its threads are busy, and 10,000 sessions made hundreds of threads.
-        delivery = options.delivery ?? (transport as? any DeliveryProviding)?.makeDefaultDelivery()
+        let provided = options.delivery == nil ? (transport as? any DeliveryProviding)?.makeDefaultDelivery() : nil
+        delivery = options.delivery ?? provided?.target
             ?? .queue(DispatchQueue(label: "realtime.delivery.\(dialect.name)", target: .global()))
+        loopAffinity = provided?.loopAffinity
         logHandler = options.logHandler
         logLevel = options.logLevel
         highWatermark = max(1, options.deliveryHighWatermark)
@@ -319,6 +323,8 @@ final class SessionEngine: Sendable {
     }
 
     private func open(_ connection: UInt64, _ request: ConnectionRequest) {
+        var request = request
+        request.loopAffinity = loopAffinity
         let handle = transport.open(request) { [weak self] event in
             guard let self else { return }
             self.deliveredBatches.release()  // on the socket's thread, which built their events

@@ -46,6 +46,10 @@ public struct ConnectionRequest: Sendable, Hashable {
     /// Permits `ws://` or `http://` to a host that is not loopback. Off by default: plain text on a
     /// real network exposes every token and message.
     public var allowsInsecureTransportToRemoteHosts: Bool
+    /// The loop of the transport's group to open on: the one whose thread runs the session's handlers
+    /// (``DefaultDelivery/loopAffinity``), so that the loop's thread can run them itself. Set by the session
+    /// before opening; nil lets the transport choose. Transports without loops ignore it.
+    package var loopAffinity: Int?
 
     /// A request for `url`; the other parameters set the properties of the same names.
     public init(url: URL, headers: [HTTPHeader] = [], subprotocols: [String] = [], origin: String? = nil,
@@ -180,7 +184,20 @@ package protocol CloseTimeoutProviding: RealtimeTransport {
 /// ``SessionOptions/delivery``).
 package protocol DeliveryProviding: RealtimeTransport {
     /// The target for one more session; nil leaves the session on a private serial queue.
-    func makeDefaultDelivery() -> DeliveryTarget?
+    func makeDefaultDelivery() -> DefaultDelivery?
+}
+
+/// A transport's delivery target for one session, and the loop its connections should open on.
+package struct DefaultDelivery: Sendable {
+    package var target: DeliveryTarget
+    /// Set on every ``ConnectionRequest`` the session opens (``ConnectionRequest/loopAffinity``): a loop's
+    /// thread runs the handler calls of its own reads only for the delivery it owns.
+    package var loopAffinity: Int?
+
+    package init(target: DeliveryTarget, loopAffinity: Int? = nil) {
+        self.target = target
+        self.loopAffinity = loopAffinity
+    }
 }
 
 extension TransportConnection {

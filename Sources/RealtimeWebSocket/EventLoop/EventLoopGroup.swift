@@ -4,16 +4,16 @@ import RealtimeCore
 /// A fixed set of event-loop threads shared by any number of connections and servers.
 ///
 /// The thread count never grows with the number of connections: each connection is pinned to one loop
-/// (round-robin) for its whole life. Name resolution runs on one extra serial queue so that a slow DNS
+/// (round-robin, or its session's) for its whole life. Name resolution runs on one extra serial queue so that a slow DNS
 /// server never stalls a loop.
 ///
 /// Sessions that leave ``SessionOptions/delivery`` to its default run their handlers through the group's
 /// deliveries: one per loop, whose thread starts when the first session asks, each session on one of them
-/// (round-robin). A loop's thread runs the calls its connections hand over itself when the delivery's
-/// thread is idle (on Linux), and the delivery's thread takes the loop over if a handler runs for a
-/// millisecond, so a handler that blocks holds the loop's sockets for about 5 ms at most. Sessions that
-/// share a group share those threads, so a handler that blocks holds back the handlers of the sessions
-/// beside it.
+/// (round-robin) with every connection it opens on that loop. A loop's thread runs the calls its connections
+/// hand over itself when the delivery's thread is idle (on Linux), and the delivery's thread takes the loop
+/// over if a handler runs for a millisecond, so a handler that blocks holds the loop's sockets for about
+/// 5 ms at most. Sessions that share a group share those threads, so a handler that blocks holds back the
+/// handlers of the sessions beside it.
 ///
 /// A group is stopped by ``shutdown()`` or when the last reference to it goes away; connections still
 /// open then are closed with a `.transportFailed` error.
@@ -81,17 +81,22 @@ public final class EventLoopGroup: Sendable {
         return loops[index]
     }
 
-    /// The delivery for the next session, round-robin over the loops; its thread starts on first use. After
-    /// ``shutdown()`` the threads end once they have run what they hold, and calls handed to an ended
-    /// delivery run on its serial fallback queue.
-    func nextDelivery() -> DeliveryThread {
+    /// The loop at `index` (modulo the count): where a session's connections open, beside its delivery.
+    package func loop(at index: Int) -> EventLoop {
+        loops[abs(index % loops.count)]
+    }
+
+    /// The delivery for the next session and the index of its loop, round-robin over the loops; its thread
+    /// starts on first use. After ``shutdown()`` the threads end once they have run what they hold, and calls
+    /// handed to an ended delivery run on its serial fallback queue.
+    func nextDelivery() -> (delivery: DeliveryThread, loopIndex: Int) {
         let index = deliveryCursor.withLock { value -> Int in
             defer { value = (value + 1) % loops.count }
             return value
         }
         let loop = loops[index]
         if loop.startDelivery(), isShutDown.withLock({ $0 }) { loop.delivery.finish() }
-        return loop.delivery
+        return (loop.delivery, index)
     }
 
     /// Closes every connection and listener of the group and ends its threads (delivery threads once they

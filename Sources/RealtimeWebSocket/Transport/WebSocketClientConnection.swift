@@ -26,9 +26,8 @@ public final class WebSocketClientConnection: WebSocketPinging {
     }
 
     static func start(_ client: ChannelSetup.Client, options: ChannelOptions, group: EventLoopGroup,
-                      maximumBufferedBytes: Int,
+                      loop: EventLoop, maximumBufferedBytes: Int,
                       handler: @escaping @Sendable (TransportEvent) -> Void) -> WebSocketClientConnection {
-        let loop = group.next()
         let token = loop.makeToken()
         let outbox = ConnectionOutbox(maximumBufferedBytes: maximumBufferedBytes)
         let connection = WebSocketClientConnection(loop: loop, token: token, outbox: outbox, group: group)

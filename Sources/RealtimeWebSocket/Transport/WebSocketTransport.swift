@@ -87,11 +87,11 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding, C
     }
 
     /// One of the group's delivery threads (round-robin), where the session's handlers run unless it picks
-    /// another target.
-    package func makeDefaultDelivery() -> DeliveryTarget? {
+    /// another target, and its loop, where the session's connections open.
+    package func makeDefaultDelivery() -> DefaultDelivery? {
         guard case .success(let group) = group else { return nil }
-        let thread = group.nextDelivery()
-        return .custom { work in thread.enqueue(work) }
+        let (thread, loopIndex) = group.nextDelivery()
+        return DefaultDelivery(target: .custom { work in thread.enqueue(work) }, loopAffinity: loopIndex)
     }
 
     /// Starts opening `request` (resolve, connect, TLS, upgrade within `request.connectTimeout`).
@@ -132,6 +132,7 @@ public final class WebSocketTransport: RealtimeTransport, HTTPClientProviding, C
         let options = ChannelOptions(limits: configuration.limits, closeTimeout: configuration.closeTimeout,
                                      pingTimeout: configuration.pingTimeout)
         return WebSocketClientConnection.start(setup, options: options, group: group,
+                                               loop: request.loopAffinity.map(group.loop(at:)) ?? group.next(),
                                                maximumBufferedBytes: configuration.maximumBufferedBytes,
                                                handler: handler)
     }
