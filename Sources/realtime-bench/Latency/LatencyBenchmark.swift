@@ -19,7 +19,9 @@ import Realtime
 /// core, spinning for the whole row; their CPU is left out of the row's).
 ///
 /// Options: `--rates 1000,10000`, `--seconds S` (5; 0.3 with `--quick`), `--delivery default,inline,main,coalesced,busy`,
-/// `--window MICROSECONDS` (the coalesced rows' window), `--only DIALECT`, `--quick`, `--json`.
+/// `--window MICROSECONDS` (the coalesced rows' window), `--group-threads N` (the transport-alone row and every
+/// session row but the coalesced ones share one `EventLoopGroup` of N loops, as an app that shares a group
+/// among its connections; by default each row has a transport of its own), `--only DIALECT`, `--quick`, `--json`.
 enum LatencyBenchmark {
     enum Target: String, CaseIterable {
         case standard = "default"
@@ -38,8 +40,11 @@ enum LatencyBenchmark {
 
         static let defaultCoalescingWindowMicroseconds = 250
 
-        func transport(coalescingWindow: Duration) -> WebSocketTransport {
-            WebSocketTransport(configuration: .init(readCoalescing: self == .coalesced ? coalescingWindow : nil))
+        /// A transport of the row's own, or one on the shared `group` (a group fixes its coalescing window, so
+        /// the coalesced rows keep their own).
+        func transport(coalescingWindow: Duration, group: EventLoopGroup?) -> WebSocketTransport {
+            if let group, self != .coalesced { return WebSocketTransport(group: group) }
+            return WebSocketTransport(configuration: .init(readCoalescing: self == .coalesced ? coalescingWindow : nil))
         }
     }
 
@@ -87,6 +92,15 @@ enum LatencyBenchmark {
             windowMicroseconds = value
         }
         let window = Duration.microseconds(windowMicroseconds)
+        var group: EventLoopGroup?
+        if let text = BenchOptions.string("--group-threads", in: arguments) {
+            guard let count = Int(text), (1...64).contains(count) else {
+                throw BenchmarkFailure("--group-threads takes 1 to 64, not \(text)")
+            }
+            group = try EventLoopGroup(threadCount: count)
+            out.say("latency: the transport-alone and session rows (but the coalesced ones) share one group of \(count) loops")
+        }
+        defer { group?.shutdown() }
         out.figure("latency", "coalesced", "window_us", Double(windowMicroseconds))
         out.say("latency: paced events of ~150 B, one per write, \(seconds) s per row; delay = CLOCK_MONOTONIC at the "
                 + "handler minus the stamp the blaster took before writing; CPU = this process's getrusage over the "
@@ -95,7 +109,7 @@ enum LatencyBenchmark {
             let events = max(1, Int(rate * seconds))
             let floor = try KernelFloor.run(rate: rate, seconds: seconds, events: events, handoff: false)
             let handoff = try KernelFloor.run(rate: rate, seconds: seconds, events: events, handoff: true)
-            let transport = try transportRun(rate: rate, seconds: seconds, events: events)
+            let transport = try transportRun(rate: rate, seconds: seconds, events: events, group: group)
             out.say(String(format: "  %.0f events/s (%d events per row)", rate, events))
             out.say("    floor: bare loop     " + floor.summary)
             out.say("    floor + handoff      " + handoff.summary)
@@ -109,7 +123,7 @@ enum LatencyBenchmark {
             }
             for dialect in options.dialects {
                 for target in targets {
-                    let run = try await sessionRun(dialect, target: target, window: window, rate: rate,
+                    let run = try await sessionRun(dialect, target: target, window: window, group: group, rate: rate,
                                                    seconds: seconds, events: events)
                     out.say("    \((dialect.rawValue + " " + target.rawValue).padding(toLength: 22, withPad: " ", startingAt: 0))"
                             + run.summary)
@@ -127,12 +141,13 @@ enum LatencyBenchmark {
                                      "--seconds", String(seconds)] + (raw ? ["--raw"] : []), core: nil)
     }
 
-    static func sessionRun(_ dialect: BenchDialect, target: Target, window: Duration, rate: Double, seconds: Double,
-                           events: Int) async throws -> Run {
+    static func sessionRun(_ dialect: BenchDialect, target: Target, window: Duration, group: EventLoopGroup?,
+                           rate: Double, seconds: Double, events: Int) async throws -> Run {
         let blaster = try blaster(dialect, rate: rate, seconds: seconds, raw: false)
         defer { blaster.stop(grace: 2) }
         let port = try blaster.readPort()
-        let session = RealtimeSession(dialect: dialect.dialect(port: port), transport: target.transport(coalescingWindow: window),
+        let session = RealtimeSession(dialect: dialect.dialect(port: port),
+                                      transport: target.transport(coalescingWindow: window, group: group),
                                       options: SessionOptions(delivery: target.delivery))
         defer { session.disconnect() }
         let delays = Locked<[UInt64]>([])
@@ -164,7 +179,7 @@ enum LatencyBenchmark {
     }
 
     /// The transport alone on Socket.IO's frames, the stamp read from the text in the receive callback.
-    static func transportRun(rate: Double, seconds: Double, events: Int) throws -> Run {
+    static func transportRun(rate: Double, seconds: Double, events: Int, group: EventLoopGroup?) throws -> Run {
         let blaster = try blaster(.socketIO, rate: rate, seconds: seconds, raw: true)
         defer { blaster.stop(grace: 2) }
         let port = try blaster.readPort()
@@ -172,7 +187,8 @@ enum LatencyBenchmark {
         delays.withLock { $0.reserveCapacity(events) }
         let received = Countdown(events)
         let opened = DispatchSemaphore(value: 0)
-        let connection = WebSocketTransport().open(BenchDialect.socketIO.rawRequest(port: port)) { event in
+        let transport = group.map { WebSocketTransport(group: $0) } ?? WebSocketTransport()
+        let connection = transport.open(BenchDialect.socketIO.rawRequest(port: port)) { event in
             switch event {
             case .opened, .closed:
                 opened.signal()
