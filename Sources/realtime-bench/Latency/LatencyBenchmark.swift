@@ -5,7 +5,9 @@ import Realtime
 /// writes one event per write at a fixed rate, each stamped with CLOCK_MONOTONIC just before it is built
 /// and written; the handler subtracts the stamp from the same clock when it runs. Reported per dialect and
 /// delivery target: p50 / p99 / p99.9 / max of that delay over every event of the run, and the client's CPU
-/// per event (getrusage of this process over the run, idle wake-ups included, divided by the events).
+/// per event (getrusage of this process over the run, idle wake-ups included, divided by the events), and,
+/// on glibc, the process's heap allocations per event over the run (the handler reads each event's stamp,
+/// so each payload is parsed).
 /// Beside each, in the same run at the same rate, the transport alone (a `WebSocketTransport` reading the
 /// stamp in its receive callback) and the machine's floor (`KernelFloor`: a bare `epoll_wait` + `recv`
 /// loop, alone and handing each read to a second thread). Nothing is pinned: the client's threads go where the scheduler puts
@@ -52,9 +54,12 @@ enum LatencyBenchmark {
         /// Write-to-handler delays in nanoseconds, sorted.
         var delays: [UInt64]
         var cpuSecondsPerEvent: Double
+        /// Heap allocations of the process per event over the row; nil where nothing is counted.
+        var allocationsPerEvent: Double?
 
         func figure(_ metric: String) -> Double {
             switch metric {
+            case "allocations_per_event": allocationsPerEvent ?? .nan  // printed as null
             case "p50_us": Double(Measure.percentile(delays, 0.5)) / 1e3
             case "p99_us": Double(Measure.percentile(delays, 0.99)) / 1e3
             case "p999_us": Double(Measure.percentile(delays, 0.999)) / 1e3
@@ -66,6 +71,12 @@ enum LatencyBenchmark {
         var summary: String {
             String(format: "p50 %.0f µs, p99 %.0f µs, p99.9 %.0f µs, max %.0f µs; CPU %.1f µs/event",
                    figure("p50_us"), figure("p99_us"), figure("p999_us"), figure("max_us"), figure("cpu"))
+                + (allocationsPerEvent.map { String(format: "; %.1f allocations/event", $0) } ?? "")
+        }
+
+        /// The metrics this run has figures for.
+        var metrics: [String] {
+            LatencyBenchmark.metrics + (allocationsPerEvent == nil ? [] : ["allocations_per_event"])
         }
     }
 
@@ -114,7 +125,7 @@ enum LatencyBenchmark {
             out.say("    floor: bare loop     " + floor.summary)
             out.say("    floor + handoff      " + handoff.summary)
             out.say("    transport alone      " + transport.summary)
-            for metric in metrics {
+            for metric in floor.metrics {
                 out.figure("latency", "floor@\(Int(rate))", metric, floor.figure(metric))
                 out.figure("latency", "floor-handoff@\(Int(rate))", metric, handoff.figure(metric),
                            baseline: "floor", baselineValue: floor.figure(metric))
@@ -127,7 +138,7 @@ enum LatencyBenchmark {
                                                    seconds: seconds, events: events)
                     out.say("    \((dialect.rawValue + " " + target.rawValue).padding(toLength: 22, withPad: " ", startingAt: 0))"
                             + run.summary)
-                    for metric in metrics {
+                    for metric in run.metrics {
                         out.figure("latency", "\(dialect.rawValue)/\(target.rawValue)@\(Int(rate))", metric, run.figure(metric),
                                    baseline: "transport", baselineValue: transport.figure(metric))
                     }
@@ -165,7 +176,7 @@ enum LatencyBenchmark {
         _ = try await channel.subscribed()
         _ = try blaster.expectLine("READY")
         let busy = target == .busy ? BusyTasks(count: ProcessInfo.processInfo.activeProcessorCount) : nil
-        let cpu: Double
+        let cpu: (seconds: Double, allocations: Int?)
         do {
             cpu = try paced(blaster: blaster, seconds: seconds, label: "\(dialect.rawValue) \(target.rawValue)") {
                 handled.wait(seconds: $0) ? nil : "\(handled.count) of \(events) events handled"
@@ -175,7 +186,8 @@ enum LatencyBenchmark {
             throw error
         }
         let busyCPU = busy?.stop() ?? 0
-        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: max(0, cpu - busyCPU) / Double(events))
+        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: max(0, cpu.seconds - busyCPU) / Double(events),
+                   allocationsPerEvent: cpu.allocations.map { Double($0) / Double(events) })
     }
 
     /// The transport alone on Socket.IO's frames, the stamp read from the text in the receive callback.
@@ -208,15 +220,24 @@ enum LatencyBenchmark {
         let cpu = try paced(blaster: blaster, seconds: seconds, label: "transport") {
             received.wait(seconds: $0) ? nil : "\(received.count) of \(events) frames received"
         }
-        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: cpu / Double(events))
+        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: cpu.seconds / Double(events),
+                   allocationsPerEvent: cpu.allocations.map { Double($0) / Double(events) })
     }
 
-    /// This process's CPU seconds from `GO` until `wait` sees the last event.
-    static func paced(blaster: ChildProcess, seconds: Double, label: String, wait: (Double) -> String?) throws -> Double {
+    /// This process's CPU seconds and heap allocations from `GO` until `wait` sees the last event. The count
+    /// (an atomic add per allocation, every thread) runs during the row: a few nanoseconds per allocation
+    /// against microseconds per event.
+    static func paced(blaster: ChildProcess, seconds: Double, label: String,
+                      wait: (Double) -> String?) throws -> (seconds: Double, allocations: Int?) {
+        let counting = Measure.countAllocations(true)
+        defer { Measure.countAllocations(false) }
+        let allocations = Measure.allocations()
         let cpu = Measure.cpuSeconds()
         blaster.writeLine("GO")
         if let failure = wait(seconds + 60) { throw BenchmarkFailure("\(label): \(failure)") }
-        return Measure.cpuSeconds() - cpu
+        let spent = Measure.cpuSeconds() - cpu
+        guard counting, let allocations, let after = Measure.allocations() else { return (spent, nil) }
+        return (spent, after - allocations)
     }
 
     /// The digits after `"t":` in a frame's text.
