@@ -16,7 +16,12 @@ final class DeliveredBatches: Sendable {
         var taken: [[RealtimeEvent]] = []
         var bytes = 0
         var timerPending = false
+        /// The list of batches last released, emptied: the next `batches`, so that holding allocates none.
+        var spareBatches: [[Delivery]] = []
     }
+
+    /// The most batches an emptied list keeps room for.
+    private static let keptBatches = 64
 
     /// Most bytes of received frames held; beyond it batches are released on the delivery thread. With
     /// 64 KiB, too many bulk batches went past it and the contention came back.
@@ -65,16 +70,23 @@ final class DeliveredBatches: Sendable {
 
     /// Releases the held batches on the calling thread.
     func release() {
-        let released = held.withLock { held -> Held? in
-            guard !held.batches.isEmpty || !held.taken.isEmpty else { return nil }
-            defer {
-                held.batches = []
-                held.taken = []
-                held.bytes = 0
-            }
-            return held
+        var batches: [[Delivery]] = []
+        var taken: [[RealtimeEvent]] = []
+        let released = held.withLock { held -> Bool in
+            guard !held.batches.isEmpty || !held.taken.isEmpty else { return false }
+            swap(&batches, &held.batches)
+            swap(&held.batches, &held.spareBatches)  // emptied, with room: the next batches go there
+            swap(&taken, &held.taken)
+            held.bytes = 0
+            return true
         }
-        _ = released  // the events are freed here, when the last reference goes
+        guard released else { return }
+        // The events are freed here, when the last reference goes; the emptied list is the next spare.
+        taken = []
+        batches.removeAll(keepingRoomUpTo: Self.keptBatches)
+        held.withLock { held in
+            if held.spareBatches.capacity < batches.capacity { swap(&held.spareBatches, &batches) }
+        }
     }
 
     /// Batches, and groups of taken events, held now (for tests).

@@ -37,13 +37,19 @@ import CRealtimeLinux  // the watchdog's timerfd (see its shim.h)
 /// Once ``finish()`` is called, the follower runs what it holds and ends; work handed over after that
 /// runs on a serial queue, in order, so nothing handed over is ever dropped.
 final class DeliveryThread: Sendable {
+    /// A handed-over call. Wrapped, the closure is stored as it came: an array of bare closures stores
+    /// each through a reabstraction thunk, one allocation per call.
+    private struct Call {
+        let run: @Sendable () -> Void
+    }
+
     /// Who runs the calls held now; at most one at a time, which keeps them in order.
     private enum Runner { case none, follower, loop }
 
     private struct State {
-        var work: [@Sendable () -> Void] = []
+        var work: [Call] = []
         /// Room for the loop's next batch, kept between runs so a steady stream allocates nothing.
-        var loopBatch: [@Sendable () -> Void] = []
+        var loopBatch: [Call] = []
         var runner = Runner.none
         /// The follower waits on ``wake`` (or is about to): a hand-over from another thread signals it.
         var followerSleeping = false
@@ -123,7 +129,7 @@ final class DeliveryThread: Sendable {
         enum Route { case queued, queuedWaking, afterEnd }
         let route = state.withLock { state -> Route in
             if state.ended { return .afterEnd }
-            state.work.append(work)
+            state.work.append(Call(run: work))
             if state.runner != .none { return .queued }  // the runner takes it before it stops
             if watchdog != nil, let loop = state.loopThread, pthread_equal(loop, pthread_self()) != 0 {
                 return .queued  // the loop's thread runs it before it waits again (``runOnLoop()``)
@@ -191,7 +197,7 @@ final class DeliveryThread: Sendable {
             if wakes { wake.wake() }
             return true
         }
-        var batch: [@Sendable () -> Void] = []
+        var batch: [Call] = []
         let start = state.withLock { state -> (arms: Bool, at: UInt64)? in
             guard state.runner == .none, !state.work.isEmpty else { return nil }
             let now = EventLoop.now()
@@ -208,7 +214,7 @@ final class DeliveryThread: Sendable {
         let me = pthread_self()
         var rounds = 1
         while true {
-            for work in batch { work() }
+            for call in batch { call.run() }
             batch.removeAll(keepingRoomUpTo: Self.keptCapacity)
             enum After { case again, takenOver, finished(wakes: Bool) }
             let after = state.withLock { state -> After in
@@ -247,7 +253,7 @@ final class DeliveryThread: Sendable {
     /// slow in a handler and the calling thread must drive the loop in its place.
     func follow() -> FollowEnd {
         // The two arrays trade places, so a steady stream allocates nothing here.
-        var batch: [@Sendable () -> Void] = []
+        var batch: [Call] = []
         while true {
             enum Next { case run, sleep, end }
             let next = state.withLock { state -> Next in
@@ -269,7 +275,7 @@ final class DeliveryThread: Sendable {
             }
             switch next {
             case .run:
-                for work in batch { work() }
+                for call in batch { call.run() }
                 batch.removeAll(keepingRoomUpTo: Self.keptCapacity)
             case .end:
                 return .ended

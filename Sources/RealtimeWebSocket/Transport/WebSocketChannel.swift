@@ -58,6 +58,10 @@ final class WebSocketChannel: LoopHandler {
     private var tls: TLSEngine?
     private var outbound: [UInt8] = []
     private var outboundStart = 0
+    /// The machine's next action list, kept emptied between inputs so that a read allocates none.
+    private var spareActions: [WebSocketConnectionAction] = []
+    /// The most actions an emptied list keeps room for.
+    private static let keptActions = 16
     /// The loop timer armed for the machine's ``WebSocketConnectionMachine/nextDeadline``.
     private var timer: (id: UInt64, deadline: UInt64)?
     /// The app paused reading (back-pressure).
@@ -342,6 +346,7 @@ final class WebSocketChannel: LoopHandler {
                        _ input: (inout WebSocketConnectionMachine, inout WebSocketConnectionMachine.Output) -> Void) {
         var output = WebSocketConnectionMachine.Output()
         if tls == nil { swap(&output.bytes, &outbound) }
+        swap(&output.actions, &spareActions)
         input(&machine, &output)
         if tls == nil {
             swap(&output.bytes, &outbound)
@@ -349,6 +354,9 @@ final class WebSocketChannel: LoopHandler {
             appendPlaintext(output.bytes, in: context)
         }
         for action in output.actions { perform(action, in: context) }
+        // A drive that `perform` started took the spare meanwhile and gave back its own.
+        output.actions.removeAll(keepingRoomUpTo: Self.keptActions)
+        swap(&output.actions, &spareActions)
         if isActive { armTimer(in: context) }
     }
 
