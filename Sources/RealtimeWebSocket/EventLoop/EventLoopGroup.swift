@@ -4,8 +4,8 @@ import RealtimeCore
 /// A fixed set of event-loop threads shared by any number of connections and servers.
 ///
 /// The thread count never grows with the number of connections: each connection is pinned to one loop
-/// (round-robin, or its session's) for its whole life. Name resolution runs on one extra serial queue so that a slow DNS
-/// server never stalls a loop.
+/// (round-robin, or its session's) for its whole life. Name resolution runs on one extra serial queue so
+/// that a slow DNS server never stalls a loop.
 ///
 /// Sessions that leave ``SessionOptions/delivery`` to its default run their handlers through the group's
 /// deliveries: one per loop, whose thread starts when the first session asks, each session on one of them
@@ -74,11 +74,15 @@ public final class EventLoopGroup: Sendable {
 
     /// The loop for the next connection, round-robin.
     package func next() -> EventLoop {
-        let index = cursor.withLock { value -> Int in
+        loops[advance(cursor)]
+    }
+
+    /// The index `cursor` holds, which moves on to the next loop.
+    private func advance(_ cursor: Locked<Int>) -> Int {
+        cursor.withLock { value -> Int in
             defer { value = (value + 1) % loops.count }
             return value
         }
-        return loops[index]
     }
 
     /// The loop at `index` (modulo the count): where a session's connections open, beside its delivery.
@@ -90,10 +94,7 @@ public final class EventLoopGroup: Sendable {
     /// starts on first use. After ``shutdown()`` the threads end once they have run what they hold, and calls
     /// handed to an ended delivery run on its serial fallback queue.
     func nextDelivery() -> (delivery: DeliveryThread, loopIndex: Int) {
-        let index = deliveryCursor.withLock { value -> Int in
-            defer { value = (value + 1) % loops.count }
-            return value
-        }
+        let index = advance(deliveryCursor)
         let loop = loops[index]
         if loop.startDelivery(), isShutDown.withLock({ $0 }) { loop.delivery.finish() }
         return (loop.delivery, index)

@@ -7,11 +7,7 @@ import CRealtimeLinux  // thread naming (see its shim.h)
 /// default stack.
 func startNamedThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
     let thread = Thread {
-        #if os(Linux) || os(Android)
-        _ = realtime_set_current_thread_name(name)
-        #else
-        Thread.current.name = name
-        #endif
+        setCurrentThreadName(name)
         body()
     }
     thread.start()

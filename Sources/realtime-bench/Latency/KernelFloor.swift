@@ -53,8 +53,7 @@ enum KernelFloor {
         let cpu = try LatencyBenchmark.paced(blaster: blaster, seconds: seconds, label: "floor") {
             received.wait(seconds: $0) ? nil : "\(received.count) of \(events) frames read"
         }
-        return LatencyBenchmark.Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: cpu.seconds / Double(events),
-                                    allocationsPerEvent: cpu.allocations.map { Double($0) / Double(events) })
+        return LatencyBenchmark.Run(delays: delays.withLock { $0 }, cost: cpu, events: events)
     }
 
     private static func connect(port: Int) throws -> Int32 {

@@ -57,6 +57,14 @@ enum LatencyBenchmark {
         /// Heap allocations of the process per event over the row; nil where nothing is counted.
         var allocationsPerEvent: Double?
 
+        /// A row of `events` that cost `cost` (``LatencyBenchmark/paced(blaster:seconds:label:wait:)``), less
+        /// `excludedCPU` seconds that were not the client's.
+        init(delays: [UInt64], cost: (seconds: Double, allocations: Int?), events: Int, excludedCPU: Double = 0) {
+            self.delays = delays.sorted()
+            cpuSecondsPerEvent = max(0, cost.seconds - excludedCPU) / Double(events)
+            allocationsPerEvent = cost.allocations.map { Double($0) / Double(events) }
+        }
+
         func figure(_ metric: String) -> Double {
             switch metric {
             case "allocations_per_event": allocationsPerEvent ?? .nan  // printed as null
@@ -186,8 +194,7 @@ enum LatencyBenchmark {
             throw error
         }
         let busyCPU = busy?.stop() ?? 0
-        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: max(0, cpu.seconds - busyCPU) / Double(events),
-                   allocationsPerEvent: cpu.allocations.map { Double($0) / Double(events) })
+        return Run(delays: delays.withLock { $0 }, cost: cpu, events: events, excludedCPU: busyCPU)
     }
 
     /// The transport alone on Socket.IO's frames, the stamp read from the text in the receive callback.
@@ -220,8 +227,7 @@ enum LatencyBenchmark {
         let cpu = try paced(blaster: blaster, seconds: seconds, label: "transport") {
             received.wait(seconds: $0) ? nil : "\(received.count) of \(events) frames received"
         }
-        return Run(delays: delays.withLock { $0 }.sorted(), cpuSecondsPerEvent: cpu.seconds / Double(events),
-                   allocationsPerEvent: cpu.allocations.map { Double($0) / Double(events) })
+        return Run(delays: delays.withLock { $0 }, cost: cpu, events: events)
     }
 
     /// This process's CPU seconds and heap allocations from `GO` until `wait` sees the last event. The count
